@@ -1,0 +1,98 @@
+"""The native cycle hook (cyclehook.c): locate the shared object and mirror its state.
+
+setup.py builds cyclehook.c into ``emulator/_cyclehook*.so`` (a plain shared object,
+no Python API); this module loads it with ctypes and declares pk_state field by field.
+The field order here must match the C struct; ``load()`` checks the size.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+from pathlib import Path
+
+from .errors import PkasimError
+
+RING = 32
+
+STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK = range(4)
+
+FALLBACK = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32)
+
+
+class PkState(ctypes.Structure):
+    _fields_ = [
+        ("cycles", ctypes.c_uint64),
+        ("insns", ctypes.c_uint64),
+        ("deadline", ctypes.c_uint64),
+        ("blocks", ctypes.c_uint64),
+        ("cur_valid", ctypes.c_uint32),
+        ("cur_start", ctypes.c_uint32),
+        ("cur_end", ctypes.c_uint32),
+        ("cur_cost", ctypes.c_uint32),
+        ("cur_insns", ctypes.c_uint32),
+        ("cur_flags", ctypes.c_uint32),
+        ("prev_valid", ctypes.c_uint32),
+        ("prev_end", ctypes.c_uint32),
+        ("prev_flags", ctypes.c_uint32),
+        ("stop_reason", ctypes.c_uint32),
+        ("align_pc", ctypes.c_uint32),
+        ("align_addr", ctypes.c_uint32),
+        ("align_skip_start", ctypes.c_uint32),
+        ("code_base", ctypes.c_uint32),
+        ("code_halfwords", ctypes.c_uint32),
+        ("cost", ctypes.c_void_p),
+        ("len", ctypes.c_void_p),
+        ("flags", ctypes.c_void_p),
+        ("desc", ctypes.c_void_p),
+        ("cache", ctypes.c_void_p),
+        ("checks", ctypes.c_void_p),
+        ("checks_used", ctypes.c_uint32),
+        ("checks_cap", ctypes.c_uint32),
+        ("fetch_ws", ctypes.c_uint32),
+        ("flash_base", ctypes.c_uint32),
+        ("flash_end", ctypes.c_uint32),
+        ("cond_penalty", ctypes.c_uint32),
+        ("align_enabled", ctypes.c_uint32),
+        ("uc", ctypes.c_void_p),
+        ("reg_read", ctypes.c_void_p),
+        ("emu_stop", ctypes.c_void_p),
+        ("fallback", ctypes.c_void_p),
+        ("regids", ctypes.c_int32 * 16),
+        ("ring", ctypes.c_uint32 * RING),
+        ("ring_pos", ctypes.c_uint32),
+    ]
+
+
+_lib: ctypes.CDLL | None = None
+
+
+def _find() -> Path | None:
+    here = Path(__file__).resolve().parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = here / f"_cyclehook{suffix}"
+        if candidate.exists():
+            return candidate
+    found = sorted(here.glob("_cyclehook*.so"))
+    return found[0] if found else None
+
+
+def load() -> ctypes.CDLL:
+    """The loaded library (once per process)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = _find()
+    if path is None:
+        raise PkasimError("the native cycle hook is not built: run 'pip install -e .' (or 'make') in the pkasim checkout")
+    lib = ctypes.CDLL(str(path))
+    lib.pk_sizeof_state.restype = ctypes.c_uint32
+    lib.pk_sizeof_desc.restype = ctypes.c_uint32
+    lib.pk_alloc_cache.restype = ctypes.c_void_p
+    lib.pk_alloc_cache.argtypes = [ctypes.c_uint32]
+    lib.pk_free.argtypes = [ctypes.c_void_p]
+    lib.pk_clear_cache.argtypes = [ctypes.c_void_p]
+    if lib.pk_sizeof_state() != ctypes.sizeof(PkState):
+        raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != {ctypes.sizeof(PkState)}): rebuild with 'pip install -e .'")
+    _lib = lib
+    return lib

@@ -1,0 +1,57 @@
+"""The bus interface every device model implements, and the IRQ line it is given."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+guest_log = logging.getLogger("pkasim.guest")  # the firmware did something wrong
+unimp_log = logging.getLogger("pkasim.unimp")  # the model does not implement this
+
+
+class IrqLine:
+    """A wire from a device to the NVIC: the device sets it pending, nothing more."""
+
+    def __init__(self, pend: Callable[[], None], name: str) -> None:
+        self._pend = pend
+        self.name = name
+
+    def pulse(self) -> None:
+        self._pend()
+
+
+class Peripheral:
+    """A memory-mapped device: a register window, read and written by offset.
+
+    ``size`` is the window in bytes; the bus calls read/write with an offset inside it
+    and the access size in bytes (1, 2 or 4). Registers the model does not implement
+    read as zero and ignore writes, and say so on the ``pkasim.unimp`` logger.
+    """
+
+    name: str = "peripheral"
+    size: int = 0
+
+    def __init__(self, name: str, base: int) -> None:
+        self.name = name
+        self.base = base
+
+    def reset(self) -> None:
+        """Put registers in their reset state."""
+
+    def read(self, offset: int, size: int) -> int:
+        unimp_log.warning("%s: read of unimplemented offset 0x%03x", self.name, offset)
+        return 0
+
+    def write(self, offset: int, size: int, value: int) -> None:
+        unimp_log.warning("%s: write of unimplemented offset 0x%03x = 0x%x", self.name, offset, value)
+
+    def word_only(self, offset: int, size: int, what: str = "register") -> bool:
+        """ARMv6-M system registers take word accesses only; log and refuse others."""
+        if size != 4:
+            guest_log.warning("%s: %d-byte access to %s at offset 0x%03x (word only)", self.name, size, what, offset)
+            return False
+        return True
+
+    def snapshot(self) -> dict[str, int]:
+        """Register values for reports and the debugger (name -> value)."""
+        return {}

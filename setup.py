@@ -1,0 +1,40 @@
+"""pkasim: an instruction-level, cycle-counting emulator of a Cortex-M0 class MCU with a PKA.
+
+The native cycle hook (emulator/cyclehook.c) is built here as a plain shared object:
+it has no Python API and is loaded with ctypes, so it is declared as an Extension only
+to reuse setuptools' compiler handling.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    name="pkasim",
+    version="0.1.0",
+    description="Cycle-exact emulator of an ARM SC000 microcontroller with a public-key accelerator",
+    python_requires=">=3.10",
+    packages=["emulator", "peripherals"],
+    ext_modules=[
+        Extension(
+            "emulator._cyclehook",
+            sources=["emulator/cyclehook.c"],
+            extra_compile_args=["-O2", "-std=c99"],
+            py_limited_api=False,
+        )
+    ],
+    install_requires=[
+        "unicorn==2.1.4",
+        "capstone==5.0.9",
+        "pyelftools==0.33",
+        "PyYAML==6.0.3",
+        "rich==15.0.0",
+    ],
+    extras_require={
+        "dev": [
+            "pytest==9.2.0",
+            "hypothesis==6.170.15",
+            "ruff==0.17.5",
+            "ziglang==0.17.1",
+        ],
+    },
+    entry_points={"console_scripts": ["pkasim=emulator.cli:main"]},
+)
