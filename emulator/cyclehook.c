@@ -26,6 +26,8 @@
 #define PK_F_COND 0x01    /* conditional branch: cost in the table is the taken cost */
 #define PK_F_BRANCH 0x02  /* changes the flow: the next fetch is not sequential */
 #define PK_F_IRQCHK 0x04  /* may unmask interrupts (CPSIE, MSR): re-check at next block */
+#define PK_F_CONDNEXT 0x08 /* B<cond> whose target is its own fall-through address */
+/* bits 7:4 of a flags entry hold the condition code of a B<cond> */
 
 enum { K_NONE = 0, K_CLOBBER, K_CONST, K_ADDI, K_ADDR, K_ACCESS };
 
@@ -101,7 +103,31 @@ typedef struct {
     int32_t regids[16];
     uint32_t ring[RING];
     uint32_t ring_pos;
+    int32_t apsr_regid;
+    uint32_t pad_end;
 } pk_state;
+
+/* ARM condition codes against NZCV (ARMv6-M ARM A6.3.1). */
+static int cond_holds(uint32_t cond, uint32_t apsr) {
+    uint32_t n = apsr >> 31 & 1, z = apsr >> 30 & 1, c = apsr >> 29 & 1, v = apsr >> 28 & 1;
+    switch (cond) {
+    case 0: return z;
+    case 1: return !z;
+    case 2: return c;
+    case 3: return !c;
+    case 4: return n;
+    case 5: return !n;
+    case 6: return v;
+    case 7: return !v;
+    case 8: return c && !z;
+    case 9: return !c || z;
+    case 10: return n == v;
+    case 11: return n != v;
+    case 12: return !z && n == v;
+    case 13: return z || n != v;
+    default: return 1;
+    }
+}
 
 static int in_table(const pk_state *s, uint32_t a) {
     return a >= s->code_base && ((a - s->code_base) >> 1) < s->code_halfwords;
@@ -217,7 +243,17 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
 
     if (s->cur_valid) {
         uint32_t c = s->cur_cost;
-        if ((s->cur_flags & PK_F_COND) && a == s->cur_end) c -= s->cond_penalty;
+        if ((s->cur_flags & PK_F_COND) && a == s->cur_end) {
+            /* Fall-through address: not taken, unless the branch targets that very
+             * address, in which case the flags (unchanged since) decide. */
+            int taken = 0;
+            if (s->cur_flags & PK_F_CONDNEXT) {
+                uint32_t apsr = 0;
+                s->reg_read(uc, s->apsr_regid, &apsr);
+                taken = cond_holds((s->cur_flags >> 4) & 0xF, apsr);
+            }
+            if (!taken) c -= s->cond_penalty;
+        }
         s->cycles += c;
         s->insns += s->cur_insns;
         s->blocks += 1;

@@ -19,6 +19,7 @@ from capstone import arm_const as cs_arm
 F_COND = 0x01
 F_BRANCH = 0x02
 F_IRQCHK = 0x04
+F_CONDNEXT = 0x08  # B<cond> whose target is its own fall-through (taken-ness from flags)
 
 K_NONE, K_CLOBBER, K_CONST, K_ADDI, K_ADDR, K_ACCESS = range(6)
 
@@ -75,8 +76,12 @@ def base_cost(insn: capstone.CsInsn, muls_cycles: int) -> tuple[int, int]:
         if m in ("dmb", "dsb", "isb"):
             return 4, 0
         return 1, 0  # not an ARMv6-M instruction: Unicorn raises UNDEFINED before it counts
-    if 0xD000 <= hw <= 0xDDFF:  # B<cond> T1
-        return 3, F_COND | F_BRANCH
+    if 0xD000 <= hw <= 0xDDFF:  # B<cond> T1; bits 7:4 of the flags keep the condition
+        cond = (hw >> 8) & 0xF
+        flags = F_COND | F_BRANCH | (cond << 4)
+        if hw & 0xFF == 0xFF:  # offset -2: the target is the next instruction
+            flags |= F_CONDNEXT
+        return 3, flags
     if 0xE000 <= hw <= 0xE7FF:  # B T2
         return 3, F_BRANCH
     if (hw & 0xFF80) == 0x4700:  # BX

@@ -59,7 +59,7 @@ from unicorn.unicorn_py3 import unicorn as _ucmod
 from . import native
 from .clock import Clock
 from .config import ChipConfig, Region
-from .cycles import COND_PENALTY, CostRules, CostTables, ImageBytes, block_cost, disassemble_one
+from .cycles import COND_PENALTY, F_COND, F_CONDNEXT, CostRules, CostTables, ImageBytes, block_cost, disassemble_one
 from .errors import LoadError, UsageError
 from .loader import Image, load_image
 from .semihosting import Exit, Semihosting
@@ -77,6 +77,7 @@ EXC_RETURN_HANDLER = 0xFFFFFFF1
 EXC_RETURN_THREAD_MSP = 0xFFFFFFF9
 EXC_RETURN_THREAD_PSP = 0xFFFFFFFD
 CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
+CALL_FRAME = 256  # bytes call() leaves above the callee's SP, as a caller's frame
 NO_DEADLINE = (1 << 64) - 1
 PROGRESS_EVERY = 1 << 24  # cycles between progress callbacks on long runs
 INSN_WFI, INSN_WFE = 0xBF30, 0xBF20
@@ -215,6 +216,7 @@ class Machine:
         s.fallback = ctypes.cast(self._fallback, ctypes.c_void_p).value
         for i, rid in enumerate(REG_IDS):
             s.regids[i] = rid
+        s.apsr_regid = A.UC_ARM_REG_APSR
         self._rules = CostRules(cfg.core.muls_cycles, flash.wait_states, flash.base, flash.end)
 
         self._native_hooks = []
@@ -554,13 +556,22 @@ class Machine:
             s.prev_valid, s.prev_end, s.prev_flags = 1, pc, 0
         else:
             cost, insns = s.cur_cost, s.cur_insns
-            if (s.cur_flags & 1) and pc == end:
+            if (s.cur_flags & F_COND) and pc == end and not self._cond_taken_to_next(s.cur_flags):
                 cost -= COND_PENALTY
             s.prev_valid, s.prev_end, s.prev_flags = 1, end, s.cur_flags
         s.cycles += cost
         s.insns += insns
         s.blocks += 1
         s.cur_valid = 0
+
+    def _cond_taken_to_next(self, flags: int) -> bool:
+        """A B<cond> to its own fall-through: taken if its condition holds now."""
+        if not flags & F_CONDNEXT:
+            return False
+        nzcv = self._uc.reg_read(A.UC_ARM_REG_APSR) >> 28
+        n, z, c, v = nzcv >> 3 & 1, nzcv >> 2 & 1, nzcv >> 1 & 1, nzcv & 1
+        return [z, not z, c, not c, n, not n, v, not v, c and not z, not c or z,
+                n == v, n != v, not z and n == v, z or n != v, True, True][(flags >> 4) & 0xF]
 
     def _partial(self, start: int, stop: int) -> tuple[int, int]:
         t = self._tables
@@ -849,6 +860,14 @@ class Machine:
                 raise _Stop(StopReason.BREAKPOINT, f"BKPT #{hw & 0xFF} at {self.describe(pc)}")
             self._fault(f"BKPT #{hw & 0xFF} with no debugger attached", pc)
             return
+        if intno in (3, 4):  # prefetch / data abort raised as a CPU exception
+            if intno == 3 and pc == CALL_RETURN:
+                self._settle(pc)
+                raise _Stop(StopReason.RETURNED, "call returned")
+            self._settle(pc)
+            cause, address = self._mem_fault or (("instruction fetch fault" if intno == 3 else "data access fault"), None)
+            self._fault(cause if address is None else f"{cause} 0x{address:08x}", pc, address=address)
+            return
         self._settle(pc)
         self._fault(f"unexpected CPU exception {intno}", pc)
 
@@ -967,6 +986,8 @@ class Machine:
         for i, value in enumerate(args):
             self._uc.reg_write(REG_IDS[i], value & 0xFFFFFFFF)
         self._uc.reg_write(A.UC_ARM_REG_LR, CALL_RETURN | 1)
+        # Leave a caller's frame below SP, as a real caller would have one.
+        self._uc.reg_write(A.UC_ARM_REG_SP, (self.reg("sp") - CALL_FRAME) & ~7)
         self.set_reg("pc", addr)
         before = self.cycles
         result = self.run(max_cycles=max_cycles)

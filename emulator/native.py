@@ -61,6 +61,8 @@ class PkState(ctypes.Structure):
         ("regids", ctypes.c_int32 * 16),
         ("ring", ctypes.c_uint32 * RING),
         ("ring_pos", ctypes.c_uint32),
+        ("apsr_regid", ctypes.c_int32),
+        ("pad_end", ctypes.c_uint32),
     ]
 
 
