@@ -11,8 +11,8 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -104,7 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a clean line
         if os.environ.get("PKASIM_DEBUG"):
             raise
-        console.print(f"pkasim: internal error: {type(exc).__name__}: {exc} (set PKASIM_DEBUG=1 for a traceback, and please report it)", markup=False)
+        console.print(f"pkasim: internal error: {type(exc).__name__}: {exc} "
+                      "(set PKASIM_DEBUG=1 for a traceback, and please report it)", markup=False)
         return EXIT_INTERNAL
 
 

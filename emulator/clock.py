@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 
 class CycleSource(Protocol):

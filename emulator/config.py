@@ -13,9 +13,10 @@ frequencies accept integers (Hz) or ``48 MHz``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -285,7 +286,8 @@ def _read_region(name: str, r: _Reader) -> Region:
         writable=r.get("writable", _bool, True),
     )
     if region.base % 1024 or region.size % 1024:
-        raise r.fail("base" if region.base % 1024 else "size", "regions must be 1 KiB aligned in base and size (the emulator maps memory in 1 KiB pages)")
+        raise r.fail("base" if region.base % 1024 else "size",
+                     "regions must be 1 KiB aligned in base and size (the emulator maps memory in 1 KiB pages)")
     if region.end > 1 << 32:
         raise r.fail("size", "region runs past the end of the 32-bit address space")
     r.finish()

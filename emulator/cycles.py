@@ -10,8 +10,8 @@ and caches the block's total, so counting costs no Python call per instruction.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import capstone
 from capstone import arm_const as cs_arm
@@ -113,7 +113,7 @@ def _fetches(addr: int, size: int) -> int:
     return 1 if (addr & 2) == 0 or size == 4 else 0
 
 
-def describe(insn: capstone.CsInsn, image: "ImageBytes") -> Desc:
+def describe(insn: capstone.CsInsn, image: ImageBytes) -> Desc:
     """How the instruction computes or uses an address register (alignment checks)."""
     d = Desc(kind=K_CLOBBER, rd=-1, rn=-1, rm=-1, imm=0, wmask=0, amask=0)
     try:
@@ -232,6 +232,17 @@ def block_cost(data: bytes, addr: int, rules: CostRules) -> tuple[int, int, int]
         cost += c
         insns += 1
     return cost, insns, flags
+
+
+def one_instruction_cost(data: bytes, addr: int, rules: CostRules) -> tuple[int, int]:
+    """Cycles and size in bytes of the single instruction at ``addr``."""
+    md = _new_disassembler()
+    for insn in md.disasm(data, addr, count=1):
+        cost, _ = base_cost(insn, rules.muls_cycles)
+        if rules.flash_wait_states and rules.flash_base <= insn.address < rules.flash_end:
+            cost += rules.flash_wait_states * _fetches(insn.address, insn.size)
+        return cost, insn.size
+    return 1, 2
 
 
 def disassemble_one(data: bytes, addr: int) -> str:

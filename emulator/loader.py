@@ -97,7 +97,8 @@ def load_image(path: str | Path, config: ChipConfig) -> Image:
 
 def _read(elf: ELFFile, name: str, config: ChipConfig) -> Image:
     if elf.elfclass != 32 or not elf.little_endian:
-        raise LoadError(f"{name}: expected a 32-bit little-endian ELF, got {elf.elfclass}-bit {'little' if elf.little_endian else 'big'}-endian")
+        endian = "little" if elf.little_endian else "big"
+        raise LoadError(f"{name}: expected a 32-bit little-endian ELF, got {elf.elfclass}-bit {endian}-endian")
     if elf["e_machine"] != "EM_ARM":
         raise LoadError(f"{name}: expected an ARM ELF (EM_ARM), got {elf['e_machine']}")
     if elf["e_type"] != "ET_EXEC":

@@ -18,10 +18,11 @@ import ctypes
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 from unicorn import (
     UC_ARCH_ARM,
@@ -56,17 +57,28 @@ from unicorn import (
 from unicorn import arm_const as A
 from unicorn.unicorn_py3 import unicorn as _ucmod
 
+from peripherals.base import Peripheral
+from peripherals.nvic import HARDFAULT, NMI, SVCALL, SYSTICK, Nvic, exception_name
+from peripherals.scb import Scb
+from peripherals.systick import SysTick
+
 from . import native
 from .clock import Clock
 from .config import ChipConfig, Region
-from .cycles import COND_PENALTY, F_COND, F_CONDNEXT, CostRules, CostTables, ImageBytes, block_cost, disassemble_one
+from .cycles import (
+    COND_PENALTY,
+    F_COND,
+    F_CONDNEXT,
+    CostRules,
+    CostTables,
+    ImageBytes,
+    block_cost,
+    disassemble_one,
+    one_instruction_cost,
+)
 from .errors import LoadError, UsageError
 from .loader import Image, load_image
 from .semihosting import Exit, Semihosting
-from peripherals.base import Peripheral
-from peripherals.nvic import HARDFAULT, NMI, PENDSV, SVCALL, SYSTICK, Nvic, exception_name
-from peripherals.scb import Scb
-from peripherals.systick import SysTick
 
 log = logging.getLogger("pkasim.core")
 guest_log = logging.getLogger("pkasim.guest")
@@ -583,9 +595,9 @@ class Machine:
                 cost += t.cost[h]
                 a += 2 * t.length[h]
             else:
-                c, n, _ = block_cost(self.read_memory(a, 4), a, self._rules)
+                c, size = one_instruction_cost(self.read_memory(a, 4), a, self._rules)
                 cost += c
-                a += 4 if (int.from_bytes(self.read_memory(a, 2), "little") >> 11) in (0x1D, 0x1E, 0x1F) else 2
+                a += size
             insns += 1
         return cost, insns
 
@@ -704,7 +716,8 @@ class Machine:
         recent = [ring[(pos - 1 - i) % native.RING] for i in range(min(8, pos))]
         return Fault(
             cause=cause, pc=pc, where=self.describe(pc), instruction=insn, address=address,
-            registers=self.registers(), exception=exception_name(self.active_exception()) if self.active_exception() else "Thread",
+            registers=self.registers(),
+            exception=exception_name(self.active_exception()) if self.active_exception() else "Thread",
             recent_blocks=[self.describe(a) for a in recent],
         )
 
@@ -782,9 +795,10 @@ class Machine:
         if self.nvic.would_wake():
             self._sleeping = False
             return
-        if deadline == NO_DEADLINE:
+        if self.clock.next_deadline() is None:
             raise _Stop(StopReason.SLEEP_FOREVER,
-                        f"WFI at {self.describe(self.pc)} with no interrupt pending and no event scheduled: the core would sleep forever")
+                        f"WFI at {self.describe(self.pc)} with no interrupt pending and no event scheduled: "
+                        "the core would sleep forever")
         target = deadline
         slept = target - self.cycles
         if slept > 0:

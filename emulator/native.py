@@ -95,6 +95,7 @@ def load() -> ctypes.CDLL:
     lib.pk_free.argtypes = [ctypes.c_void_p]
     lib.pk_clear_cache.argtypes = [ctypes.c_void_p]
     if lib.pk_sizeof_state() != ctypes.sizeof(PkState):
-        raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != {ctypes.sizeof(PkState)}): rebuild with 'pip install -e .'")
+        raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != "
+                          f"{ctypes.sizeof(PkState)}): rebuild with 'pip install -e .'")
     _lib = lib
     return lib

@@ -8,8 +8,9 @@ answer in modeled time. Anything else returns -1 and is logged as unimplemented.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 log = logging.getLogger("pkasim.unimp")
 guest = logging.getLogger("pkasim.guest")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 guest_log = logging.getLogger("pkasim.guest")  # the firmware did something wrong
 unimp_log = logging.getLogger("pkasim.unimp")  # the model does not implement this

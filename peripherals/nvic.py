@@ -15,8 +15,8 @@ alone decides by priority (lower value wins, then lower number).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
-from typing import Callable
 
 from .base import Peripheral, guest_log
 

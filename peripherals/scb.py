@@ -12,8 +12,9 @@ Interface
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
-from typing import Any, Callable
+from typing import Any
 
 from .base import Peripheral, guest_log
 

@@ -14,8 +14,8 @@ any cycle is computed; the next 1 -> 0 step is one scheduled event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
-from typing import Callable
 
 from emulator.clock import Clock, Event
 

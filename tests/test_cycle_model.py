@@ -1,0 +1,130 @@
+"""Every instruction class costs what ARM DDI0432C table 3-1 says (docs/cycle-model.md).
+
+The expected figures live beside the microbenchmarks in firmware/images/bench_expected.txt,
+one line per bench_<class> function: its cycles with the 1-cycle and the 32-cycle
+multiplier, from its first instruction through its `bx lr`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+import pytest
+
+from emulator.config import ChipConfig
+from emulator.machine import Machine
+
+EXPECTED = Path(__file__).resolve().parent.parent / "firmware" / "images" / "bench_expected.txt"
+
+
+def _expected() -> list[tuple[str, int, int]]:
+    rows = []
+    for line in EXPECTED.read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if fields:
+            rows.append((fields[0], int(fields[1]), int(fields[2])))
+    return rows
+
+
+def with_core(config: ChipConfig, **changes) -> ChipConfig:
+    return dataclasses.replace(config, core=dataclasses.replace(config.core, **changes))
+
+
+def with_flash_wait_states(config: ChipConfig, ws: int) -> ChipConfig:
+    flash = dataclasses.replace(config.flash, wait_states=ws)
+    return dataclasses.replace(config, memory={**config.memory, "flash": flash})
+
+
+@pytest.fixture(scope="module")
+def bench_machines(config, elf):
+    machines = {}
+    for muls in (1, 32):
+        m = Machine(with_core(config, muls_cycles=muls), stdout=io.BytesIO(), stderr=io.BytesIO())
+        m.load(elf("bench"))
+        machines[muls] = m
+    return machines
+
+
+@pytest.mark.parametrize("name,fast,slow", _expected(), ids=[r[0] for r in _expected()])
+def test_instruction_class_costs_its_trm_cycles(bench_machines, name, fast, slow):
+    for muls, expected in ((1, fast), (32, slow)):
+        m = bench_machines[muls]
+        m.reset()
+        assert m.call(name) == expected, f"{name} with the {muls}-cycle multiplier"
+
+
+def test_conditional_branch_costs_three_taken_and_one_not_taken(bench_machines):
+    m = bench_machines[1]
+    m.reset()
+    taken = m.call("bench_bcc_taken")
+    m.reset()
+    not_taken = m.call("bench_bcc_not_taken")
+    # both: CMP (1) + 32 branches + bx lr (3)
+    assert (taken - 4) / 32 == 3
+    assert (not_taken - 4) / 32 == 1
+
+
+def test_muls_costs_the_configured_multiplier(bench_machines):
+    cycles = {}
+    for muls, m in bench_machines.items():
+        m.reset()
+        cycles[muls] = m.call("bench_muls")
+    assert cycles[32] - cycles[1] == 32 * 31
+
+
+def test_instruction_count_is_exact(bench_machines):
+    m = bench_machines[1]
+    m.reset()
+    before = m.instructions
+    m.call("bench_nop")
+    assert m.instructions - before == 33  # 32 NOPs and the bx lr
+
+
+def test_flash_wait_states_cost_once_per_fetched_word(make_machine, config, elf):
+    # bench_nop is word aligned: 33 sequential 16-bit instructions fetch 17 words.
+    for ws in (1, 2, 3):
+        m = make_machine(with_flash_wait_states(config, ws))
+        m.load(elf("bench"))
+        assert m.image.symbol("bench_nop").address % 4 == 0
+        assert m.call("bench_nop") == 35 + 17 * ws
+
+
+def test_flash_wait_states_cost_on_each_literal_load(make_machine, config, elf):
+    ws = 2
+    m = make_machine(with_flash_wait_states(config, ws))
+    m.load(elf("bench"))
+    assert m.image.symbol("bench_ldr_lit").address % 4 == 0
+    # 17 instruction words fetched, and 32 literal reads from flash
+    assert m.call("bench_ldr_lit") == 67 + 17 * ws + 32 * ws
+
+
+def test_taken_branch_refetches_its_target_word(make_machine, config, elf):
+    ws = 1
+    m = make_machine(with_flash_wait_states(config, ws))
+    m.load(elf("bench"))
+    # each of the 33 instructions starts a new fetch (32 taken branches to the next one)
+    assert m.call("bench_b") == 99 + 33 * ws
+
+
+def test_exception_entry_costs_sixteen_cycles(make_machine, elf):
+    m = make_machine()
+    m.load(elf("bench"))
+    m.nvic.set_pending(15)  # SysTick
+    before = m.cycles
+    m.step()
+    assert m.cycles - before == 16
+    assert m.active_exception() == 15
+    assert m.reg("lr") == 0xFFFFFFF9
+
+
+def test_same_image_gives_the_same_cycles_every_run(make_machine, elf):
+    results = []
+    for _ in range(3):
+        m = make_machine()
+        m.load(elf("compute"))
+        r = m.run(max_cycles=10**9)
+        results.append((r.cycles, r.instructions, r.exit_code))
+    assert results[0] == results[1] == results[2]
+    assert results[0][2] == 0

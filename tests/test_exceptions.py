@@ -1,0 +1,99 @@
+"""The ARMv6-M exception model the emulator adds to Unicorn: priorities, nesting,
+tail-chaining, SVC, PRIMASK, SysTick interrupts and WFI sleeping until the next event."""
+
+from __future__ import annotations
+
+from emulator.machine import StopReason
+
+SRAM_CODE = 0x20002000
+
+
+def run_image(make_machine, elf, name, **kw):
+    m = make_machine()
+    m.load(elf(name))
+    return m, m.run(max_cycles=10**8, **kw)
+
+
+def test_interrupts_nest_by_priority_and_tail_chain_by_number(make_machine, elf):
+    m, r = run_image(make_machine, elf, "nested")
+    trace = m.read_symbol("trace")[: int.from_bytes(m.read_symbol("trace_len"), "little")]
+    # S: SVC at once; A: IRQ0; B: IRQ1 preempts IRQ0; a: IRQ0 finishes; V then C:
+    # PendSV (14) and IRQ2 (18) tail-chain in number order; M: main; P: PRIMASK holds
+    # IRQ1 back; B: taken at cpsie; E: the end.
+    assert trace == b"SABaVCMPBE"
+    assert r.reason == StopReason.EXIT and r.exit_code == 0
+
+
+def test_each_taken_exception_is_counted(make_machine, elf):
+    m, _ = run_image(make_machine, elf, "nested")
+    assert m.exceptions_taken == {"SVCall": 1, "IRQ0": 1, "IRQ1": 2, "IRQ2": 1, "PendSV": 1}
+
+
+def test_systick_interrupts_arrive_every_reload_plus_one_cycles(make_machine, elf):
+    m = make_machine()
+    m.load(elf("systick"))
+    handler = m.image.symbol("SysTick_Handler").address
+    m.add_breakpoint(handler)
+    entries = []
+    for _ in range(4):
+        r = m.run(max_cycles=10**7)
+        assert r.reason == StopReason.BREAKPOINT
+        entries.append(m.cycles)
+    periods = {b - a for a, b in zip(entries, entries[1:])}
+    assert periods == {48_000}  # RVR = 47999: the core sleeps, so each wake is exact
+
+
+def test_wfi_skips_to_the_next_event_instead_of_spinning(make_machine, elf):
+    m, r = run_image(make_machine, elf, "systick")
+    assert int.from_bytes(m.read_symbol("systick_count"), "little") == 10
+    assert r.cycles >= 10 * 48_000
+    assert r.instructions < 2_000  # ten wake-ups, not 480,000 cycles of polling
+    assert r.sleep_cycles > 0.95 * r.cycles
+
+
+def test_systick_output_is_printed(make_machine, elf):
+    m, _ = run_image(make_machine, elf, "systick")
+    assert b"SysTick interrupts: 10" in m.stdout.getvalue()
+
+
+def test_exception_entry_stacks_the_frame_and_return_restores_it(make_machine, elf):
+    m = make_machine()
+    m.load(elf("bench"))
+    for i, reg in enumerate(("r0", "r1", "r2", "r3", "r12")):
+        m.set_reg(reg, 0x1000 + i)
+    pc, sp = m.pc, m.reg("sp")
+    m.nvic.set_pending(14)  # PendSV
+    m.step()
+    frame = [int.from_bytes(m.read_memory(m.reg("sp") + 4 * i, 4), "little") for i in range(8)]
+    assert frame[:5] == [0x1000, 0x1001, 0x1002, 0x1003, 0x1004]
+    assert frame[6] == pc
+    assert frame[7] & (1 << 24)  # Thumb bit
+    assert m.reg("sp") == sp - 32
+    assert m.active_exception() == 14
+
+
+def test_wfi_with_nothing_to_wake_the_core_ends_the_run(make_machine, elf):
+    """SRAM code: ``wfi`` (bf30); ``b .-2`` (e7fd) - nothing enabled, nothing scheduled."""
+    m = make_machine()
+    m.load(elf("bench"))
+    m.write_memory(SRAM_CODE, bytes.fromhex("30bffde7"))
+    m.set_reg("pc", SRAM_CODE)
+    r = m.run(max_cycles=10**6)
+    assert r.reason == StopReason.SLEEP_FOREVER
+    assert "sleep forever" in r.message
+
+
+def test_primask_holds_an_interrupt_until_cleared(make_machine, elf):
+    """SRAM code: ``cpsid i`` (b672); ``nop`` x2 (bf00); ``cpsie i`` (b662); ``b .`` (e7fe)."""
+    m = make_machine()
+    m.load(elf("bench"))
+    m.write_memory(SRAM_CODE, bytes.fromhex("72b600bf00bf62b6fee7"))
+    m.set_reg("pc", SRAM_CODE)
+    m.step()  # cpsid i
+    m.nvic.set_pending(14)
+    m.step()
+    assert m.active_exception() == 0
+    m.step()
+    m.step()  # cpsie i
+    m.step()  # the pending PendSV is taken now
+    assert m.active_exception() == 14
