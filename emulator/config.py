@@ -25,7 +25,14 @@ from .errors import ConfigError
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "ciu98320b.yaml"
 
 CORE_TYPES = {"sc000": "ARMv6-M", "cortex-m0": "ARMv6-M"}
-PERIPHERAL_TYPES = ("systick", "nvic", "scb", "pka")
+# The parameters each peripheral model takes besides type, base and irq.
+PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
+    "systick": ("reference_clock_hz",),
+    "nvic": (),
+    "scb": ("cpuid",),
+    "pka": ("ram_size", "max_words", "digit_bits", "timing"),
+}
+PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 
 
 @dataclass(frozen=True)
@@ -121,30 +128,46 @@ def _compose(text: str, source: str) -> _Node:
         raise ConfigError(f"{where}: not valid YAML: {problem}") from None
     if root is None:
         raise ConfigError(f"{source}:1: the file is empty")
-    return _wrap(root, source)
+    return _wrap(root, source, "")
 
 
-def _wrap(node: yaml.Node, source: str) -> _Node:
+def _wrap(node: yaml.Node, source: str, path: str) -> _Node:
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         out: dict[str, _Node] = {}
         for key_node, value_node in node.value:
-            key = key_node.value
+            key_line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError(f"{source}:{key_line}: {path or 'top level'}: keys must be plain names")
+            key = str(key_node.value)
+            full = f"{path}.{key}" if path else key
             if key in out:
-                raise ConfigError(f"{source}:{key_node.start_mark.line + 1}: {key}: duplicate key")
-            out[key] = _wrap(value_node, source)
+                raise ConfigError(f"{source}:{key_line}: {full}: duplicate key")
+            out[key] = _wrap(value_node, source, full)
         return _Node(out, line)
     if isinstance(node, yaml.SequenceNode):
-        return _Node([_wrap(n, source) for n in node.value], line)
-    return _Node(_scalar(node), line)
+        return _Node([_wrap(n, source, f"{path}[{i}]") for i, n in enumerate(node.value)], line)
+    return _Node(_scalar(node, source, path), line)
 
 
-def _scalar(node: yaml.ScalarNode) -> Any:
+def _scalar(node: yaml.ScalarNode, source: str, path: str) -> Any:
     loader = yaml.SafeLoader("")
     try:
         return loader.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{source}:{node.start_mark.line + 1}: {path or 'value'}: {problem}") from None
     finally:
         loader.dispose()
+
+
+def _plain(node: _Node) -> Any:
+    """A YAML subtree as plain Python values (for peripheral parameters)."""
+    if isinstance(node.value, dict):
+        return {k: _plain(v) for k, v in node.value.items()}
+    if isinstance(node.value, list):
+        return [_plain(v) for v in node.value]
+    return node.value
 
 
 class _Reader:
@@ -301,10 +324,14 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
     if irq is not None and not (irq == "systick" or (isinstance(irq, int) and not isinstance(irq, bool) and 0 <= irq < irqs)):
         raise r.fail("irq", f"expected 'systick' or an IRQ number 0..{irqs - 1}, got {irq!r}")
     params = {}
+    allowed = PERIPHERAL_PARAMS[ptype]
     for key in r.keys():
         if key in ("type", "base", "irq"):
             continue
-        params[key] = r.node.value[key].value
+        if key not in allowed:
+            known = ", ".join(("type", "base", "irq") + allowed)
+            raise r.fail(key, f"unknown parameter for a {ptype} (known: {known})")
+        params[key] = _plain(r.node.value[key])
         r.used.add(key)
     # Parameters are checked by the peripheral model itself (it knows its own), but
     # values with units are normalised here so every model sees plain integers.

@@ -64,7 +64,7 @@ from peripherals.systick import SysTick
 
 from . import native
 from .clock import Clock
-from .config import ChipConfig, Region
+from .config import ChipConfig, PeripheralConfig, Region
 from .cycles import (
     COND_PENALTY,
     F_COND,
@@ -299,8 +299,13 @@ class Machine:
             self.scb.on_reset_request = self._on_reset_request
             self.peripherals["scb"] = self.scb
 
-    def _build_extra(self, pc, irq) -> Peripheral:  # noqa: ANN001 - hook for later device types
-        raise LoadError(f"{self.config.source}: peripherals.{pc.name}: type '{pc.type}' has no model yet")
+    def _build_extra(self, pc: PeripheralConfig, irq: Callable[[], None] | None) -> Peripheral:
+        """Devices beyond the ARMv6-M core's own: each model builds itself from its config."""
+        if pc.type == "pka":
+            from peripherals.pka import Pka
+
+            return Pka.from_config(pc, clock=self.clock, irq=irq or (lambda: None))
+        raise LoadError(f"{self.config.source}: peripherals.{pc.name}: type '{pc.type}' has no model")
 
     def _map_peripherals(self) -> None:
         """Map each peripheral's 1 KiB pages once; dispatch by address inside."""

@@ -41,6 +41,7 @@ def to_json(machine: Machine, result: RunResult, firmware: str) -> dict[str, Any
         "wall_seconds": result.wall_seconds,
         "mips": result.mips,
         "exceptions": dict(sorted(machine.exceptions_taken.items())),
+        "peripherals": {name: dev.stats() for name, dev in machine.peripherals.items() if dev.stats()},
         "fault": result.fault.to_json() if result.fault else None,
         "lockup": result.lockup.to_json() if result.lockup else None,
     }
@@ -74,6 +75,9 @@ def print_summary(console: Console, machine: Machine, result: RunResult, firmwar
         table.add_row("asleep (WFI)", f"{result.sleep_cycles:,} cycles ({share:.1f}%)")
     if machine.exceptions_taken:
         table.add_row("exceptions", ", ".join(f"{k} x{v}" for k, v in sorted(machine.exceptions_taken.items())))
+    for dev in machine.peripherals.values():
+        for label, text in dev.summary_lines():
+            table.add_row(label, escape(text))
     table.add_row("wall time", f"{result.wall_seconds:.3f} s")
     table.add_row("emulated MIPS", f"{result.mips:.1f}")
     console.print(table)

@@ -55,3 +55,11 @@ class Peripheral:
     def snapshot(self) -> dict[str, int]:
         """Register values for reports and the debugger (name -> value)."""
         return {}
+
+    def stats(self) -> dict:
+        """Activity counters for the JSON summary (empty: nothing to report)."""
+        return {}
+
+    def summary_lines(self) -> list[tuple[str, str]]:
+        """(label, text) rows for the human run summary."""
+        return []
