@@ -27,11 +27,11 @@ setup: $(STAMP) $(NATIVE)
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
-	touch $@
+	touch $@ $(NATIVE)
 
 # The native cycle hook is rebuilt when its source changes.
-$(NATIVE): emulator/cyclehook.c $(STAMP)
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+$(NATIVE): emulator/cyclehook.c | $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
 
 firmware: setup

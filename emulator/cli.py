@@ -96,17 +96,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args, console)
         raise UsageError(f"unknown command {args.command}")
     except PkasimError as exc:
-        console.print(f"pkasim: error: {exc}", markup=False)
+        _line(f"pkasim: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        console.print("pkasim: interrupted")
+        _line("pkasim: interrupted")
         return 130
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a clean line
         if os.environ.get("PKASIM_DEBUG"):
             raise
-        console.print(f"pkasim: internal error: {type(exc).__name__}: {exc} "
-                      "(set PKASIM_DEBUG=1 for a traceback, and please report it)", markup=False)
+        _line(f"pkasim: internal error: {type(exc).__name__}: {exc} "
+              "(set PKASIM_DEBUG=1 for a traceback, and please report it)")
         return EXIT_INTERNAL
+
+
+def _line(text: str) -> None:
+    """One unwrapped line on stderr: error lines are for scripts as much as people."""
+    sys.stderr.write(" ".join(text.split("\n")) + "\n")
+    sys.stderr.flush()
 
 
 def _setup_logging(verbose: int) -> None:
@@ -176,7 +182,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if not args.quiet:
         print_summary(console, machine, result, args.firmware)
     elif result.lockup is not None or result.reason.value in ("budget", "sleep-forever"):
-        console.print(f"pkasim: {result.message}", markup=False)
+        _line(f"pkasim: {result.message}")
     return exit_code_for(result)
 
 

@@ -123,7 +123,13 @@ def _compose(text: str, source: str) -> _Node:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark else source
+        position = getattr(exc, "position", None)  # ReaderError: a character YAML forbids
+        if mark:
+            where = f"{source}:{mark.line + 1}"
+        elif position is not None:
+            where = f"{source}:{text[:position].count(chr(10)) + 1}"
+        else:
+            where = source
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{where}: not valid YAML: {problem}") from None
     if root is None:
@@ -240,6 +246,13 @@ def _str(raw: Any) -> str:
     return raw
 
 
+def _u32(raw: Any) -> int:
+    value = _int(raw)
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError(f"expected a 32-bit value, got {raw!r}")
+    return value
+
+
 def _address(raw: Any) -> int:
     value = _int(raw)
     if not 0 <= value <= 0xFFFFFFFF:
@@ -337,7 +350,9 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
     # values with units are normalised here so every model sees plain integers.
     for key, value in list(params.items()):
         try:
-            if key.endswith("_hz"):
+            if key == "cpuid":
+                params[key] = _u32(value)
+            elif key.endswith("_hz"):
                 params[key] = parse_frequency(value) if value is not None else None
             elif key.endswith("size"):
                 params[key] = parse_size(value)

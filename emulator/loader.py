@@ -14,6 +14,7 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 from .config import ChipConfig
 from .errors import InputMissingError, LoadError
@@ -89,7 +90,10 @@ def load_image(path: str | Path, config: ChipConfig) -> Image:
         try:
             return _read(ELFFile(fh), name, config)
         except ELFError as exc:
-            raise LoadError(f"{name}: not a valid ELF file: {exc}") from None
+            text = str(exc)
+            if "expected" in text and "found" in text:  # a structure cut short by end of file
+                raise LoadError(f"{name}: truncated ELF file ({text})") from None
+            raise LoadError(f"{name}: not a valid ELF file: {text}") from None
         except (ValueError, KeyError, IndexError, OSError) as exc:
             # pyelftools reports truncation and garbage in headers this way
             raise LoadError(f"{name}: malformed or truncated ELF: {exc}") from None
@@ -131,7 +135,7 @@ def _read(elf: ELFFile, name: str, config: ChipConfig) -> Image:
     if not segments:
         raise LoadError(f"{name}: has no loadable segments")
 
-    symbols, funcs, mapping = _symbols(elf)
+    symbols, funcs, mapping = _symbols(elf, name)
     code = _code_ranges(elf, mapping)
     entry = elf["e_entry"]
     image = Image(path=name, entry=entry, segments=segments, code=code, symbols=symbols,
@@ -162,13 +166,15 @@ def _regions(config: ChipConfig) -> str:
     return ", ".join(f"{r.name} 0x{r.base:08x}-0x{r.end:08x}" for r in config.memory.values())
 
 
-def _symbols(elf: ELFFile) -> tuple[dict[str, Symbol], list[Symbol], list[tuple[int, str]]]:
+def _symbols(elf: ELFFile, name: str) -> tuple[dict[str, Symbol], list[Symbol], list[tuple[int, str]]]:
     symbols: dict[str, Symbol] = {}
     funcs: list[Symbol] = []
     mapping: list[tuple[int, str]] = []
     symtab = elf.get_section_by_name(".symtab")
     if symtab is None:
-        return symbols, funcs, mapping
+        return symbols, funcs, mapping  # stripped: reports show addresses only
+    if not isinstance(symtab, SymbolTableSection):
+        raise LoadError(f"{name}: .symtab is not a symbol table (corrupt section headers)")
     for sym in symtab.iter_symbols():
         name = sym.name
         stype = sym["st_info"]["type"]
