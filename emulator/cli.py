@@ -134,9 +134,39 @@ def _read_file(path: str) -> bytes:
         raise InputMissingError(f"{path}: cannot read: {exc.strerror}") from None
 
 
+class _ThroughConsole:
+    """Firmware output shown line by line above a live progress bar (both on the
+    terminal), so the bar never writes over it. Partial lines wait for their newline."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.pending = ""
+
+    def write(self, data: bytes) -> int:
+        self.pending += data.decode("utf-8", errors="replace")
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if self.pending:
+            self.console.print(self.pending, markup=False, highlight=False, soft_wrap=True)
+            self.pending = ""
+
+
 def _run(args: argparse.Namespace, console: Console) -> int:
     config = load_config(args.config)
-    machine = Machine(config)
+    show_progress = not args.quiet and console.is_terminal
+    sinks: list[_ThroughConsole] = []
+    if show_progress and sys.stdout.isatty():
+        sinks = [_ThroughConsole(console), _ThroughConsole(console)]
+        machine = Machine(config, stdout=sinks[0], stderr=sinks[1])
+    else:
+        machine = Machine(config)
     machine.load(args.firmware)
     for symbol, path in args.load:
         machine.write_symbol(symbol, _read_file(path))
@@ -148,18 +178,20 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         budget = DEFAULT_BUDGET_SECONDS * config.core.clock_hz
     elif budget == 0:
         budget = None
+    bar_total = budget if args.max_cycles else None  # a bar against the default budget says nothing
 
-    show_progress = not args.quiet and console.is_terminal
     if show_progress:
         with Progress(TextColumn("[bold]running[/bold]"), BarColumn(), TextColumn("{task.fields[status]}"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
-            task = bar.add_task("run", total=budget, status="")
+            task = bar.add_task("run", total=bar_total, status="")
 
             def tick(cycles: int) -> None:
                 bar.update(task, completed=cycles,
                            status=f"{cycles:,} cycles = {cycles / config.core.clock_hz:.3f} s modeled")
 
             result = machine.run(max_cycles=budget, progress=tick)
+            for sink in sinks:
+                sink.close()
     else:
         result = machine.run(max_cycles=budget)
     sys.stdout.flush()
