@@ -109,13 +109,14 @@ _FREQ_UNITS = {None: 1, "hz": 1, "khz": 10**3, "mhz": 10**6, "ghz": 10**9}
 
 
 class _Node:
-    """A YAML value with the line it came from, so errors can point at it."""
+    """A YAML value with the file and line it came from, so errors can point at it."""
 
-    __slots__ = ("value", "line")
+    __slots__ = ("value", "line", "source")
 
-    def __init__(self, value: Any, line: int) -> None:
+    def __init__(self, value: Any, line: int, source: str = "<config>") -> None:
         self.value = value
         self.line = line
+        self.source = source
 
 
 def _compose(text: str, source: str) -> _Node:
@@ -150,10 +151,10 @@ def _wrap(node: yaml.Node, source: str, path: str) -> _Node:
             if key in out:
                 raise ConfigError(f"{source}:{key_line}: {full}: duplicate key")
             out[key] = _wrap(value_node, source, full)
-        return _Node(out, line)
+        return _Node(out, line, source)
     if isinstance(node, yaml.SequenceNode):
-        return _Node([_wrap(n, source, f"{path}[{i}]") for i, n in enumerate(node.value)], line)
-    return _Node(_scalar(node, source, path), line)
+        return _Node([_wrap(n, source, f"{path}[{i}]") for i, n in enumerate(node.value)], line, source)
+    return _Node(_scalar(node, source, path), line, source)
 
 
 def _scalar(node: yaml.ScalarNode, source: str, path: str) -> Any:
@@ -181,10 +182,10 @@ class _Reader:
 
     def __init__(self, node: _Node, path: str, source: str) -> None:
         if not isinstance(node.value, dict):
-            raise ConfigError(f"{source}:{node.line}: {path or 'top level'}: expected a mapping")
+            raise ConfigError(f"{node.source}:{node.line}: {path or 'top level'}: expected a mapping")
         self.node = node
         self.path = path
-        self.source = source
+        self.source = node.source
         self.used: set[str] = set()
 
     def _key(self, key: str) -> str:
@@ -192,7 +193,7 @@ class _Reader:
 
     def fail(self, key: str, problem: str) -> ConfigError:
         node = self.node.value.get(key, self.node)
-        return ConfigError(f"{self.source}:{node.line}: {self._key(key)}: {problem}")
+        return ConfigError(f"{node.source}:{node.line}: {self._key(key)}: {problem}")
 
     def get(self, key: str, conv: Callable[[Any], Any], default: Any = ..., ) -> Any:
         self.used.add(key)
@@ -374,9 +375,50 @@ def load_config(path: str | Path | None = None) -> ChipConfig:
     return parse_config(text, source)
 
 
+MAX_EXTENDS = 8
+
+
+def _resolve(text: str, source: str, seen: tuple[str, ...] = ()) -> _Node:
+    """Compose a file and, when it says ``extends: BASE.yaml``, lay it over its base.
+
+    A what-if chip then states only what differs. In the overlay a mapping merges key
+    by key into the base's, any other value replaces the base's, and ``null`` removes
+    the key. Errors still name the file and line each value came from.
+    """
+    root = _compose(text, source)
+    if not isinstance(root.value, dict) or "extends" not in root.value:
+        return root
+    ext = root.value.pop("extends")
+    if not isinstance(ext.value, str) or not ext.value:
+        raise ConfigError(f"{source}:{ext.line}: extends: expected the path of a base config")
+    base_path = (Path(source).parent / ext.value) if not Path(ext.value).is_absolute() else Path(ext.value)
+    if str(base_path.resolve()) in seen or len(seen) >= MAX_EXTENDS:
+        raise ConfigError(f"{source}:{ext.line}: extends: {ext.value} makes a cycle of base configs")
+    try:
+        base_text = base_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise ConfigError(f"{source}:{ext.line}: extends: cannot read base config {base_path}") from None
+    base = _resolve(base_text, str(base_path), seen + (str(Path(source).resolve()),))
+    return _merge(base, root)
+
+
+def _merge(base: _Node, over: _Node) -> _Node:
+    if not (isinstance(base.value, dict) and isinstance(over.value, dict)):
+        return over
+    merged = dict(base.value)
+    for key, node in over.value.items():
+        if node.value is None:
+            merged.pop(key, None)
+        elif key in merged:
+            merged[key] = _merge(merged[key], node)
+        else:
+            merged[key] = node
+    return _Node(merged, over.line, over.source)
+
+
 def parse_config(text: str, source: str = "<config>") -> ChipConfig:
     """Check YAML text against the schema (see configs/ciu98320b.yaml for the reference)."""
-    top = _Reader(_compose(text, source), "", source)
+    top = _Reader(_resolve(text, source), "", source)
     chip = top.get("chip", _str)
     core = _read_core(top.child("core"))
 
@@ -386,7 +428,7 @@ def parse_config(text: str, source: str = "<config>") -> ChipConfig:
         memory[name] = _read_region(name, mem_reader.child(name))
     for required in ("flash", "sram"):
         if required not in memory:
-            raise ConfigError(f"{source}:{mem_reader.node.line}: memory.{required}: required region is missing")
+            raise ConfigError(f"{mem_reader.source}:{mem_reader.node.line}: memory.{required}: required region is missing")
 
     per_reader = top.child("peripherals") if "peripherals" in top.keys() else None
     peripherals: dict[str, PeripheralConfig] = {}
@@ -403,8 +445,8 @@ def _check_overlaps(memory: dict[str, Region], reader: _Reader, source: str) -> 
     regions = sorted(memory.values(), key=lambda reg: reg.base)
     for a, b in zip(regions, regions[1:]):
         if b.base < a.end:
-            line = reader.node.value[b.name].line
+            node = reader.node.value[b.name]
             raise ConfigError(
-                f"{source}:{line}: memory.{b.name}: overlaps memory.{a.name} "
+                f"{node.source}:{node.line}: memory.{b.name}: overlaps memory.{a.name} "
                 f"(0x{b.base:08x} < 0x{a.end:08x})"
             )
