@@ -62,6 +62,12 @@ class PeripheralConfig:
     base: int
     params: dict[str, Any] = field(default_factory=dict)
     irq: int | str | None = None
+    source: str = "<config>"
+    lines: dict[str, int] = field(default_factory=dict)  # parameter -> line, for models' own checks
+
+    def where(self, key: str) -> str:
+        """``file:line`` of a parameter (or of the peripheral), for one-line errors."""
+        return f"{self.source}:{self.lines.get(key, self.lines.get('', 0))}"
 
 
 @dataclass(frozen=True)
@@ -359,7 +365,9 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
                 params[key] = parse_size(value)
         except ValueError as exc:
             raise r.fail(key, str(exc)) from None
-    return PeripheralConfig(name=name, type=ptype, base=base, params=params, irq=irq)
+    lines = {"": r.node.line, **{k: n.line for k, n in r.node.value.items()}}
+    return PeripheralConfig(name=name, type=ptype, base=base, params=params, irq=irq,
+                            source=r.node.source, lines=lines)
 
 
 def load_config(path: str | Path | None = None) -> ChipConfig:

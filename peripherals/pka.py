@@ -1,0 +1,448 @@
+"""PKA: the public-key accelerator, with pkasim's register interface (docs/pka.md).
+
+Interface
+  MMIO window  base + 0x000-0x03F: registers (CR, SR, CLRFR, LEN, APTR, BPTR, NPTR,
+               RPTR, CARRY, LASTCYC); base + 0x040-0x3FF reserved (reads 0, logged);
+               base + 0x400: PKA RAM, ``ram_size`` bytes. Word accesses only: any other
+               size is logged on ``pkasim.guest`` and ignored (reads 0).
+  IRQ output   one line, pulsed when a flag (PROCENDF, RAMERRF, ADDRERRF, OPERRF)
+               rises while its enable bit in CR is set, or an enable bit is set while
+               its flag is up. Each enable bit sits at the position of its flag.
+  Clock input  the core clock: an operation is busy for ``cycles(op, LEN)`` core
+               cycles from the timing model (``digit_bits``, ``timing``), one event
+               scheduled on the Clock; the result appears in PKA RAM when it fires.
+  Not modelled the datapath's intermediate states (the result is computed when START
+               is accepted and written at the end of the busy time: the CPU cannot
+               see PKA RAM meanwhile, so nothing can tell); wait states on PKA RAM or
+               register accesses; power and side channels. START is taken at the cycle
+               count of the start of the basic block that writes CR (the model's MMIO
+               time resolution, docs/cycle-model.md).
+
+Layers: this file is the register front end and the PKA RAM; the arithmetic is the
+pure-integer service ``peripherals.pka_math`` behind its command table.
+
+Counters (operations by kind and by length, busy cycles, error flags, a bounded log of
+operations) describe the run since the last reset: ``reset()`` clears them, as it
+clears the registers, any operation in progress and PKA RAM.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from enum import IntEnum
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from emulator.clock import Clock, Event
+from emulator.config import PeripheralConfig
+from emulator.errors import ConfigError, UsageError
+
+from .base import Peripheral, guest_log
+from .pka_math import COMMANDS, Command, OperandError
+
+
+class Reg(IntEnum):
+    CR = 0x00
+    SR = 0x04
+    CLRFR = 0x08
+    LEN = 0x0C
+    APTR = 0x10
+    BPTR = 0x14
+    NPTR = 0x18
+    RPTR = 0x1C
+    CARRY = 0x20
+    LASTCYC = 0x24
+
+
+REG_WINDOW = 0x40  # registers; 0x40-0x3FF reserved
+RAM_OFFSET = 0x400  # PKA RAM starts here in the window
+RAM_MAX = 0x10000 - RAM_OFFSET  # largest ram_size: the whole window stays within 64 KiB
+MAX_WORDS_LIMIT = 128  # largest max_words a chip description may give (4096-bit operands)
+
+# CR fields
+CR_EN = 1 << 0
+CR_START = 1 << 1  # write 1 to start; never stored, reads 0
+CR_OPCODE_SHIFT = 8
+CR_OPCODE = 0x3F << CR_OPCODE_SHIFT
+CR_PROCENDIE = 1 << 17
+CR_RAMERRIE = 1 << 19
+CR_ADDRERRIE = 1 << 20
+CR_OPERRIE = 1 << 21
+CR_WRITABLE = CR_EN | CR_OPCODE | CR_PROCENDIE | CR_RAMERRIE | CR_ADDRERRIE | CR_OPERRIE
+
+# SR fields (CLRFR uses the flag positions: write 1 to clear)
+SR_BUSY = 1 << 16
+SR_PROCENDF = 1 << 17
+SR_RAMERRF = 1 << 19
+SR_ADDRERRF = 1 << 20
+SR_OPERRF = 1 << 21
+SR_FLAGS = SR_PROCENDF | SR_RAMERRF | SR_ADDRERRF | SR_OPERRF
+IRQ_SOURCES = SR_FLAGS  # CR's enable bits sit at the positions of their flags
+ERROR_FLAGS = {SR_OPERRF: "OPERRF", SR_ADDRERRF: "ADDRERRF", SR_RAMERRF: "RAMERRF"}
+
+LOG_LIMIT = 100_000  # operations kept in the log; counts are always complete
+PARAMS = ("ram_size", "max_words", "digit_bits", "timing")
+
+
+class RegSpec(NamedTuple):
+    """One register as data: access kind, reset value and its fields (docs/pka.md)."""
+
+    access: str  # "RW", "RO" or "W1C"
+    reset: int
+    fields: str
+
+
+REGISTERS: dict[Reg, RegSpec] = {
+    Reg.CR: RegSpec("RW", 0, "EN[0] START[1] OPCODE[13:8] PROCENDIE[17] RAMERRIE[19] ADDRERRIE[20] OPERRIE[21]"),
+    Reg.SR: RegSpec("RO", 0, "BUSY[16] PROCENDF[17] RAMERRF[19] ADDRERRF[20] OPERRF[21]"),
+    Reg.CLRFR: RegSpec("W1C", 0, "PROCENDFC[17] RAMERRFC[19] ADDRERRFC[20] OPERRFC[21]"),
+    Reg.LEN: RegSpec("RW", 0, "operand length in words, 1..max_words"),
+    Reg.APTR: RegSpec("RW", 0, "byte offset of A in PKA RAM"),
+    Reg.BPTR: RegSpec("RW", 0, "byte offset of B"),
+    Reg.NPTR: RegSpec("RW", 0, "byte offset of N"),
+    Reg.RPTR: RegSpec("RW", 0, "byte offset of R"),
+    Reg.CARRY: RegSpec("RO", 0, "carry (ADD) or borrow (SUB) of the last operation [0]"),
+    Reg.LASTCYC: RegSpec("RO", 0, "busy cycles of the last operation"),
+}
+OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
+
+
+class Operation(NamedTuple):
+    """One finished operation in the log: cycles are core cycles, end = start + busy."""
+
+    name: str
+    words: int
+    start_cycle: int
+    end_cycle: int
+
+
+class _Pending(NamedTuple):
+    command: Command
+    words: int
+    rptr: int
+    result: int
+    carry: int
+    cycles: int
+    start: int
+
+
+# --------------------------------------------------------------------------- parameters
+
+def _param_error(name: str, key: str, problem: str) -> ConfigError:
+    return ConfigError(f"peripherals.{name}.{key}: {problem}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _coefficient(name: str, key: str, value: Any) -> Fraction:
+    """A timing coefficient, exact: 0.5 is 1/2, not the nearest binary fraction."""
+    if _is_int(value):
+        return Fraction(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return Fraction(repr(value))
+    raise _param_error(name, key, f"expected a number, got {value!r}")
+
+
+def busy_cycles(coefficients: tuple[Fraction, Fraction, Fraction], digit_bits: int, words: int) -> int:
+    """docs/pka.md: d = ceil(32 * LEN / digit_bits); cycles = ceil(a d^2 + b d + c)."""
+    a, b, c = coefficients
+    d = -(-32 * words // digit_bits)
+    return math.ceil(a * d * d + b * d + c)
+
+
+def _timing_table(name: str, timing: Any, digit_bits: int, max_words: int) -> dict[str, list[int]]:
+    """Busy cycles for every operation and every LEN (index = LEN; index 0 unused)."""
+    if not isinstance(timing, dict):
+        raise _param_error(name, "timing", f"expected a mapping of operation to [a, b, c], got {timing!r}")
+    keys = [cmd.key for cmd in COMMANDS.values()]
+    for key in timing:
+        if key not in keys:
+            raise _param_error(name, f"timing.{key}", f"unknown operation (known: {', '.join(keys)})")
+    table: dict[str, list[int]] = {}
+    for key in keys:
+        where = f"timing.{key}"
+        if key not in timing:
+            raise _param_error(name, where, "required: [a, b, c] for cycles = ceil(a*d^2 + b*d + c)")
+        raw = timing[key]
+        if not isinstance(raw, (list, tuple)) or len(raw) != 3:
+            raise _param_error(name, where, f"expected a list of 3 numbers [a, b, c], got {raw!r}")
+        coefficients = tuple(_coefficient(name, f"{where}[{i}]", v) for i, v in enumerate(raw))
+        row = [0] + [busy_cycles(coefficients, digit_bits, w) for w in range(1, max_words + 1)]
+        worst = min(range(1, max_words + 1), key=lambda w: row[w])
+        if row[worst] < 1:
+            raise _param_error(name, where, f"gives {row[worst]} cycles at LEN={worst} (an operation takes at least 1 cycle)")
+        table[key] = row
+    return table
+
+
+# --------------------------------------------------------------------------- the device
+
+class Pka(Peripheral):
+    """Register front end + PKA RAM; the maths is ``pka_math``, the time is the Clock's."""
+
+    def __init__(self, name: str, base: int, clock: Clock, irq: Callable[[], None], *,
+                 ram_size: int, max_words: int, digit_bits: int, timing: dict[str, Any]) -> None:
+        super().__init__(name, base)
+        if not _is_int(ram_size) or ram_size <= 0:
+            raise _param_error(name, "ram_size", f"expected a size in bytes, got {ram_size!r}")
+        if ram_size % 4:
+            raise _param_error(name, "ram_size", f"must be a multiple of 4 bytes (word access only), got {ram_size}")
+        if ram_size > RAM_MAX:
+            raise _param_error(name, "ram_size", f"at most 0x{RAM_MAX:x} bytes (the PKA window is 64 KiB), got 0x{ram_size:x}")
+        if not _is_int(max_words) or not 1 <= max_words <= MAX_WORDS_LIMIT:
+            raise _param_error(name, "max_words", f"expected an integer 1..{MAX_WORDS_LIMIT}, got {max_words!r}")
+        if 4 * max_words > ram_size:
+            raise _param_error(name, "max_words",
+                               f"{max_words} words ({4 * max_words} bytes) do not fit in ram_size ({ram_size} bytes)")
+        if not _is_int(digit_bits) or digit_bits <= 0:
+            raise _param_error(name, "digit_bits", f"expected a positive integer, got {digit_bits!r}")
+        self.clock = clock
+        self.irq = irq
+        self.ram_size = ram_size
+        self.max_words = max_words
+        self.digit_bits = digit_bits
+        self._cycles = _timing_table(name, timing, digit_bits, max_words)
+        self.timing = {k: tuple(v) for k, v in timing.items()}
+        self.size = RAM_OFFSET + ram_size
+        self.ram = bytearray(ram_size)
+        self._event: Event | None = None
+        self._pending: _Pending | None = None
+        self.reset()
+
+    @classmethod
+    def from_config(cls, pc: PeripheralConfig, clock: Clock, irq: Callable[[], None]) -> Pka:
+        """Build from the chip description; bad parameters raise ConfigError naming
+        the file, the line and the parameter."""
+        try:
+            for key in pc.params:
+                if key not in PARAMS:
+                    raise _param_error(pc.name, key, f"unknown parameter for a pka (known: {', '.join(PARAMS)})")
+            for key in PARAMS:
+                if key not in pc.params:
+                    raise _param_error(pc.name, key, "required parameter is missing")
+            return cls(pc.name, pc.base, clock, irq, **pc.params)
+        except ConfigError as exc:
+            key = str(exc).split(":", 1)[0].split(".")[2] if str(exc).startswith("peripherals.") else ""
+            raise ConfigError(f"{pc.where(key)}: {exc}") from None
+
+    def cycles_for(self, op: str, words: int) -> int:
+        """Busy cycles of operation ``op`` ("montmul", ...) on LEN = ``words``."""
+        return self._cycles[op][words]
+
+    # ------------------------------------------------------------- state
+    def reset(self) -> None:
+        if self._event is not None:
+            self._event.cancel()
+        self._event = None
+        self._pending = None
+        self.regs = {reg: spec.reset for reg, spec in REGISTERS.items()}
+        self.flags = 0  # SR flag bits (BUSY is derived from _pending)
+        self._irq_sources = 0  # flag & enable bits at the last _update_irq()
+        self.ram[:] = bytes(self.ram_size)
+        self.clear_counters()
+
+    def clear_counters(self) -> None:
+        self.operations: Counter[str] = Counter()
+        self.by_length: Counter[tuple[str, int]] = Counter()
+        self.errors: Counter[str] = Counter({flag: 0 for flag in ERROR_FLAGS.values()})
+        self.busy_total = 0
+        self.log: list[Operation] = []
+        self.log_truncated = False
+        self._counting_since = self.clock.now
+
+    @property
+    def busy(self) -> bool:
+        return self._pending is not None
+
+    def _update_irq(self) -> None:
+        """The one place the IRQ output is decided: pulse when a flag & enable pair rises."""
+        sources = self.flags & self.regs[Reg.CR] & IRQ_SOURCES
+        rose = sources & ~self._irq_sources
+        self._irq_sources = sources
+        if rose:
+            self.irq()
+
+    def _raise_flag(self, flag: int) -> None:
+        self.flags |= flag
+        if flag in ERROR_FLAGS:
+            self.errors[ERROR_FLAGS[flag]] += 1
+        self._update_irq()
+
+    # ------------------------------------------------------------- PKA RAM
+    def peek(self, ptr: int, words: int) -> int:
+        """An operand as stored in PKA RAM, without side effects (tests, debugger)."""
+        self._check_range(ptr, words)
+        return int.from_bytes(self.ram[ptr:ptr + 4 * words], "little")
+
+    def poke(self, ptr: int, value: int, words: int) -> None:
+        """Store an operand into PKA RAM, without side effects (tests, debugger)."""
+        self._check_range(ptr, words)
+        if not 0 <= value < 1 << (32 * words):
+            raise UsageError(f"{self.name}: value does not fit in {words} words")
+        self.ram[ptr:ptr + 4 * words] = value.to_bytes(4 * words, "little")
+
+    def _check_range(self, ptr: int, words: int) -> None:
+        if ptr < 0 or ptr % 4 or words < 1 or ptr + 4 * words > self.ram_size:
+            raise UsageError(f"{self.name}: {words} words at PKA RAM offset 0x{ptr:x} are outside its {self.ram_size} bytes")
+
+    def _ram_access(self, offset: int, size: int, what: str) -> bool:
+        """Whether a CPU access to PKA RAM goes through (docs/pka.md, step 4)."""
+        if self.busy:
+            if not self.flags & SR_RAMERRF:
+                guest_log.warning("%s: PKA RAM %s at offset 0x%03x while BUSY (ignored, RAMERRF)", self.name, what, offset)
+            self._raise_flag(SR_RAMERRF)
+            return False
+        if not self.word_only(offset, size, "PKA RAM"):
+            return False
+        if offset % 4:
+            guest_log.warning("%s: unaligned PKA RAM %s at offset 0x%03x (ignored)", self.name, what, offset)
+            return False
+        return True
+
+    # ------------------------------------------------------------- bus interface
+    def read(self, offset: int, size: int) -> int:
+        if offset >= RAM_OFFSET:
+            if not self._ram_access(offset, size, "read"):
+                return 0
+            i = offset - RAM_OFFSET
+            return int.from_bytes(self.ram[i:i + 4], "little")
+        if not self.word_only(offset, size):
+            return 0
+        if offset not in REGISTERS:
+            guest_log.warning("%s: read of reserved offset 0x%03x (reads 0)", self.name, offset)
+            return 0
+        reg = Reg(offset)
+        if reg == Reg.SR:
+            return self.flags | (SR_BUSY if self.busy else 0)
+        if reg == Reg.CLRFR:
+            return 0  # write-only
+        return self.regs[reg]
+
+    def write(self, offset: int, size: int, value: int) -> None:
+        if offset >= RAM_OFFSET:
+            if self._ram_access(offset, size, "write"):
+                i = offset - RAM_OFFSET
+                self.ram[i:i + 4] = (value & 0xFFFFFFFF).to_bytes(4, "little")
+            return
+        if not self.word_only(offset, size):
+            return
+        if offset not in REGISTERS:
+            guest_log.warning("%s: write of reserved offset 0x%03x = 0x%x (ignored)", self.name, offset, value)
+            return
+        reg = Reg(offset)
+        access = REGISTERS[reg].access
+        if access == "RO":
+            guest_log.warning("%s: %s is read-only (write of 0x%x ignored)", self.name, reg.name, value)
+        elif access == "W1C":
+            self.flags &= ~(value & SR_FLAGS)
+            self._update_irq()
+        elif self.busy:
+            guest_log.warning("%s: write of 0x%x to %s while BUSY (ignored)", self.name, value, reg.name)
+        elif reg == Reg.CR:
+            if value & ~(CR_WRITABLE | CR_START):
+                guest_log.warning("%s: CR write sets reserved bits 0x%x (ignored)", self.name, value & ~(CR_WRITABLE | CR_START))
+            self.regs[Reg.CR] = value & CR_WRITABLE
+            self._update_irq()  # an enable bit set under a raised flag pends the interrupt
+            if value & CR_START:
+                self._start()
+        else:
+            self.regs[reg] = value & 0xFFFFFFFF
+
+    # ------------------------------------------------------------- operations
+    def _refuse(self, flag: int, why: str) -> None:
+        guest_log.warning("%s: START refused, %s: %s", self.name, ERROR_FLAGS[flag], why)
+        self._raise_flag(flag)
+
+    def _start(self) -> None:
+        """Check the request (docs/pka.md, step 2), then compute and schedule the end."""
+        cr, regs = self.regs[Reg.CR], self.regs
+        words = regs[Reg.LEN]
+        opcode = (cr & CR_OPCODE) >> CR_OPCODE_SHIFT
+        if not cr & CR_EN:
+            return self._refuse(SR_OPERRF, "EN = 0")
+        if not 1 <= words <= self.max_words:
+            return self._refuse(SR_OPERRF, f"LEN {words} is outside 1..{self.max_words}")
+        command = COMMANDS.get(opcode)
+        if command is None:
+            return self._refuse(SR_OPERRF, f"unknown opcode 0x{opcode:02x}")
+        for reg, n_only in OPERAND_POINTERS:
+            ptr = regs[reg]
+            if n_only and not command.uses_n:
+                continue
+            if ptr % 4:
+                return self._refuse(SR_ADDRERRF, f"{reg.name} 0x{ptr:x} is not a multiple of 4")
+            if ptr + 4 * words > self.ram_size:
+                return self._refuse(SR_ADDRERRF, f"{reg.name} 0x{ptr:x} + {words} words runs past the end of PKA RAM "
+                                                 f"(0x{self.ram_size:x} bytes)")
+        a = self.peek(regs[Reg.APTR], words)
+        b = self.peek(regs[Reg.BPTR], words)
+        n = self.peek(regs[Reg.NPTR], words) if command.uses_n else 0
+        try:
+            result, carry = command.function(a, b, n, words)
+        except OperandError as exc:
+            return self._refuse(SR_OPERRF, f"{command.name}: {exc.reason}")
+        cycles = self._cycles[command.key][words]
+        start = self.clock.now
+        self._pending = _Pending(command, words, regs[Reg.RPTR], result, carry, cycles, start)
+        self._event = self.clock.schedule(start + cycles, self._finish, self.name)
+        return None
+
+    def _finish(self) -> None:
+        """The busy time has passed: the result lands in PKA RAM, PROCENDF rises."""
+        p = self._pending
+        self._pending = None
+        self._event = None
+        if p is None:
+            return
+        self.poke(p.rptr, p.result, p.words)
+        self.regs[Reg.CARRY] = p.carry
+        self.regs[Reg.LASTCYC] = p.cycles
+        self.operations[p.command.name] += 1
+        self.by_length[(p.command.key, p.words)] += 1
+        self.busy_total += p.cycles
+        if len(self.log) < LOG_LIMIT:
+            self.log.append(Operation(p.command.name, p.words, p.start, p.start + p.cycles))
+        else:
+            self.log_truncated = True
+        self._raise_flag(SR_PROCENDF)
+
+    # ------------------------------------------------------------- reports
+    def snapshot(self) -> dict[str, int]:
+        regs = {reg.name: self.read(reg, 4) for reg in REGISTERS if REGISTERS[reg].access != "W1C"}
+        return regs
+
+    def stats(self) -> dict:
+        return {
+            "operations": {name: count for name, count in self.operations.items()},
+            "by_length": {f"{key}/{words}": count for (key, words), count in sorted(self.by_length.items())},
+            "busy_cycles": self.busy_total,
+            "errors": dict(self.errors),
+            "log_truncated": self.log_truncated,
+        }
+
+    def summary_lines(self) -> list[tuple[str, str]]:
+        total = sum(self.operations.values())
+        errors = {k: v for k, v in self.errors.items() if v}
+        if not total and not errors:
+            return []
+        kinds = []
+        for command in COMMANDS.values():
+            count = self.operations.get(command.name, 0)
+            if not count:
+                continue
+            lengths = sorted((w, n) for (key, w), n in self.by_length.items() if key == command.key)
+            if len(lengths) == 1:
+                shape = f"{lengths[0][0]} words"
+            else:
+                shape = ", ".join(f"{w} words x{n:,}" for w, n in lengths)
+            kinds.append(f"{command.name} x{count:,} ({shape})")
+        elapsed = self.clock.now - self._counting_since
+        share = 100 * self.busy_total / elapsed if elapsed > 0 else 0.0
+        rows = [("PKA", f"{total:,} ops: {', '.join(kinds) or 'none'}; busy {self.busy_total:,} cycles ({share:.1f}%)")]
+        if errors:
+            rows.append(("PKA errors", ", ".join(f"{flag} x{n:,}" for flag, n in errors.items())))
+        return rows
