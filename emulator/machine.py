@@ -69,6 +69,7 @@ from .cycles import (
     COND_PENALTY,
     F_COND,
     F_CONDNEXT,
+    K_ACCESS,
     CostRules,
     CostTables,
     ImageBytes,
@@ -176,7 +177,10 @@ class Machine:
         self.stderr = stderr if stderr is not None else sys.stderr.buffer
         self._lib = native.load()
         self.state = native.PkState()
-        self.clock = Clock(self.state, config.core.clock_hz, on_schedule=self._request_check)
+        self._now = _Now(self.state)
+        self._mmio_key: tuple[int, int] | None = None
+        self._mmio_last = -1
+        self.clock = Clock(self._now, config.core.clock_hz, on_schedule=self._request_check)
         self.image: Image | None = None
         self.peripherals: dict[str, Peripheral] = {}
         self.breakpoints: set[int] = set()
@@ -335,7 +339,11 @@ class Machine:
         if dev is None:
             guest_log.warning("read of unassigned peripheral address 0x%08x (reads as zero)", addr)
             return 0
-        return dev.read(addr - dev.base, size) & ((1 << (8 * size)) - 1)
+        self._now.offset = self._block_offset(addr)
+        try:
+            return dev.read(addr - dev.base, size) & ((1 << (8 * size)) - 1)
+        finally:
+            self._now.offset = 0
 
     def _mmio_write(self, uc: Uc, offset: int, size: int, value: int, window: tuple[int, list[Peripheral]]) -> None:
         base, devs = window
@@ -344,7 +352,51 @@ class Machine:
         if dev is None:
             guest_log.warning("write of unassigned peripheral address 0x%08x (ignored)", addr)
             return
-        dev.write(addr - dev.base, size, value & ((1 << (8 * size)) - 1))
+        self._now.offset = self._block_offset(addr)
+        try:
+            dev.write(addr - dev.base, size, value & ((1 << (8 * size)) - 1))
+        finally:
+            self._now.offset = 0
+
+    def _block_offset(self, addr: int) -> int:
+        """Cycles the current block spent before the instruction making this access.
+
+        The committed count stops at the block's start; peripherals should see the
+        cycle the accessing instruction starts. The instruction is found among the
+        block's register-addressed word/halfword accesses, in program order, as the
+        next one whose address (from the live registers) is ``addr``; anything else
+        is seen at the block's start (docs/cycle-model.md).
+        """
+        s = self.state
+        if not s.cur_valid:
+            return 0
+        key = (int(s.blocks), int(s.cur_start))
+        if key != self._mmio_key:
+            self._mmio_key, self._mmio_last = key, -1
+        t = self._tables
+        a, end, cost, index = s.cur_start, s.cur_end, 0, 0
+        regs: dict[int, int] = {}
+
+        def reg(n: int) -> int:
+            if n not in regs:
+                regs[n] = self._uc.reg_read(REG_IDS[n])
+            return regs[n]
+
+        while a < end:
+            h = (a - t.base) >> 1
+            if not (0 <= h < t.halfwords) or not t.length[h]:
+                return 0
+            d = t.desc[h]
+            if index > self._mmio_last and d.kind == K_ACCESS:
+                base = (reg(d.rn) + (reg(d.rm) if d.rm >= 0 else 0) + d.imm) & 0xFFFFFFFF
+                multiple = d.rm < 0 and d.imm == 0 and d.amask == 3
+                if base == addr or (multiple and 0 <= addr - base < 64):
+                    self._mmio_last = index
+                    return cost
+            cost += t.cost[h]
+            a += 2 * t.length[h]
+            index += 1
+        return 0
 
     # ------------------------------------------------------------------ loading
     def load(self, image: Image | str | Path) -> Image:
@@ -401,8 +453,19 @@ class Machine:
         self._sleeping = False
 
     # ------------------------------------------------------------------ memory & registers
+    def _device_at(self, addr: int) -> Peripheral | None:
+        for dev in self.peripherals.values():
+            if dev.base <= addr < dev.base + dev.size:
+                return dev
+        return None
+
     def read_memory(self, addr: int, size: int) -> bytes:
         """Bytes as the debugger sees them (no side effects on peripherals)."""
+        dev = self._device_at(addr)
+        if dev is not None:
+            n = min(size, dev.base + dev.size - addr)
+            head = dev.debug_read(addr - dev.base, n)
+            return head + (self.read_memory(addr + n, size - n) if n < size else b"")
         try:
             return bytes(self._uc.mem_read(addr, size))
         except UcError:
@@ -415,6 +478,11 @@ class Machine:
             return bytes(out)
 
     def write_memory(self, addr: int, data: bytes) -> None:
+        dev = self._device_at(addr)
+        if dev is not None:
+            if not dev.debug_write(addr - dev.base, bytes(data)):
+                raise UsageError(f"cannot write {len(data)} bytes at 0x{addr:08x}: {dev.name} registers are not memory")
+            return
         try:
             self._uc.mem_write(addr, bytes(data))
         except UcError:
@@ -1013,6 +1081,23 @@ class Machine:
         if result.reason != StopReason.RETURNED:
             raise UsageError(f"call of {self.describe(addr)} did not return: {result.message or result.reason.value}")
         return self.cycles - before
+
+
+class _Now:
+    """The cycle count the clock reads: the committed count, plus the cycles already
+    spent in the current block while a peripheral access is being served."""
+
+    def __init__(self, state: native.PkState) -> None:
+        self.state = state
+        self.offset = 0
+
+    @property
+    def cycles(self) -> int:
+        return int(self.state.cycles) + self.offset
+
+    @cycles.setter
+    def cycles(self, value: int) -> None:
+        self.state.cycles = value - self.offset
 
 
 class _Lockup(Exception):

@@ -52,6 +52,15 @@ class Peripheral:
             return False
         return True
 
+    def debug_read(self, offset: int, size: int) -> bytes:
+        """Bytes as a debugger sees them: no side effects (COUNTFLAG, busy errors...).
+        Registers read as zero here; models with memory behind them override this."""
+        return bytes(size)
+
+    def debug_write(self, offset: int, data: bytes) -> bool:
+        """A debugger write without side effects; False if the model does not take it."""
+        return False
+
     def snapshot(self) -> dict[str, int]:
         """Register values for reports and the debugger (name -> value)."""
         return {}

@@ -285,6 +285,20 @@ class Pka(Peripheral):
             raise UsageError(f"{self.name}: value does not fit in {words} words")
         self.ram[ptr:ptr + 4 * words] = value.to_bytes(4 * words, "little")
 
+    def debug_read(self, offset: int, size: int) -> bytes:
+        """PKA RAM as it is (no RAMERRF while busy); registers read as zero."""
+        out = bytearray(size)
+        lo, hi = max(offset, RAM_OFFSET), min(offset + size, RAM_OFFSET + self.ram_size)
+        if lo < hi:
+            out[lo - offset:hi - offset] = self.ram[lo - RAM_OFFSET:hi - RAM_OFFSET]
+        return bytes(out)
+
+    def debug_write(self, offset: int, data: bytes) -> bool:
+        if offset < RAM_OFFSET or offset + len(data) > RAM_OFFSET + self.ram_size:
+            return False
+        self.ram[offset - RAM_OFFSET:offset - RAM_OFFSET + len(data)] = data
+        return True
+
     def _check_range(self, ptr: int, words: int) -> None:
         if ptr < 0 or ptr % 4 or words < 1 or ptr + 4 * words > self.ram_size:
             raise UsageError(f"{self.name}: {words} words at PKA RAM offset 0x{ptr:x} are outside its {self.ram_size} bytes")

@@ -128,3 +128,13 @@ def test_same_image_gives_the_same_cycles_every_run(make_machine, elf):
         results.append((r.cycles, r.instructions, r.exit_code))
     assert results[0] == results[1] == results[2]
     assert results[0][2] == 0
+
+
+def test_peripheral_access_is_seen_at_the_cycle_its_instruction_starts(make_machine, elf):
+    # systick_probe: STR to SysTick CSR, 10 NOPs, LDR of CVR, all in one basic block:
+    # the counter has run 12 cycles when CVR is read (reload, then 11 decrements).
+    m = make_machine()
+    m.load(elf("timing"))
+    m.run(until="main", max_cycles=10**5)
+    m.call("systick_probe")
+    assert m.reg("r0") == 0xFFFFFF - 11
