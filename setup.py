@@ -27,6 +27,8 @@ setup(
         "pyelftools==0.33",
         "PyYAML==6.0.3",
         "rich==15.0.0",
+        "cryptography==50.0.2",
+        "matplotlib==3.11.2",
     ],
     extras_require={
         "dev": [

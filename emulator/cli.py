@@ -84,7 +84,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dump", metavar="SYMBOL=FILE", type=_pair, action="append", default=[],
                      help="after the run, write the bytes of the object SYMBOL names to FILE (repeatable)")
     run.add_argument("-q", "--quiet", action="store_true", help="no summary and no progress bar")
+
+    bench = sub.add_parser("bench", help="RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips")
+    bench.add_argument("--config", action="append", default=[], metavar="FILE",
+                       help="chip description; repeat to compare chips side by side (default: the default chip)")
+    bench.add_argument("--json", metavar="FILE", help="write every figure as JSON ('-' for stdout)")
+    bench.add_argument("--plot", metavar="FILE", help="write a chart (.png or .svg)")
+    bench.add_argument("--only", action="append", default=[], metavar="JOB",
+                       help="run only these jobs (repeatable): " + ", ".join(j.key for j in bench_jobs()))
+    bench.add_argument("--build-dir", default=None, help="where the firmware images are (default firmware/build)")
     return parser
+
+
+def bench_jobs():
+    from .bench import JOBS
+
+    return JOBS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args, console)
+        if args.command == "bench":
+            from .bench_cli import run_bench
+
+            return run_bench(args, console)
         raise UsageError(f"unknown command {args.command}")
     except PkasimError as exc:
         _line(f"pkasim: error: {exc}")

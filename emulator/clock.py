@@ -35,7 +35,7 @@ class Event:
 class Clock:
     """The machine's only clock: ``now`` in core cycles, ``hz`` to turn them into time."""
 
-    def __init__(self, source: CycleSource, hz: int, on_schedule: Callable[[], None] | None = None) -> None:
+    def __init__(self, source: CycleSource, hz: int, on_schedule: Callable[[int], None] | None = None) -> None:
         self._source = source
         self.hz = hz
         self._queue: list[tuple[int, int, Event]] = []
@@ -54,7 +54,7 @@ class Clock:
         event = Event(max(at, self.now), callback, name)
         heapq.heappush(self._queue, (event.at, next(self._seq), event))
         if self._on_schedule is not None:
-            self._on_schedule()
+            self._on_schedule(event.at)
         return event
 
     def next_deadline(self) -> int | None:

@@ -180,7 +180,7 @@ class Machine:
         self._now = _Now(self.state)
         self._mmio_key: tuple[int, int] | None = None
         self._mmio_last = -1
-        self.clock = Clock(self._now, config.core.clock_hz, on_schedule=self._request_check)
+        self.clock = Clock(self._now, config.core.clock_hz, on_schedule=self._on_schedule)
         self.image: Image | None = None
         self.peripherals: dict[str, Peripheral] = {}
         self.breakpoints: set[int] = set()
@@ -202,6 +202,11 @@ class Machine:
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
         self._uc = uc
+        self._uch = uc._uch
+        self._reg_read = _ucmod.uclib.uc_reg_read
+        self._reg_write = _ucmod.uclib.uc_reg_write
+        self._rbuf, self._wbuf = ctypes.c_uint32(), ctypes.c_uint32()
+        self._rbuf_ref, self._wbuf_ref = ctypes.byref(self._rbuf), ctypes.byref(self._wbuf)
         cfg = self.config
         for region in cfg.memory.values():
             uc.mem_map(region.base, region.size, self._prot(region))
@@ -254,6 +259,16 @@ class Machine:
         if region.base >= 0x40000000 and region.base < 0x60000000:
             return UC_PROT_READ | UC_PROT_WRITE  # peripheral region is execute-never
         return UC_PROT_ALL if region.writable else UC_PROT_READ | UC_PROT_EXEC
+
+    def _rd(self, regid: int) -> int:
+        """A 32-bit register, straight from the engine (the binding's reg_read costs
+        several microseconds; exception entry and return read a dozen registers)."""
+        self._reg_read(self._uch, regid, self._rbuf_ref)
+        return self._rbuf.value
+
+    def _wr(self, regid: int, value: int) -> None:
+        self._wbuf.value = value & 0xFFFFFFFF
+        self._reg_write(self._uch, regid, self._wbuf_ref)
 
     def _add_native_hook(self, kind: int, fn: ctypes._CFuncPtr, begin: int, end: int) -> None:
         handle = ctypes.c_size_t()
@@ -379,7 +394,7 @@ class Machine:
 
         def reg(n: int) -> int:
             if n not in regs:
-                regs[n] = self._uc.reg_read(REG_IDS[n])
+                regs[n] = self._rd(REG_IDS[n])
             return regs[n]
 
         while a < end:
@@ -432,20 +447,19 @@ class Machine:
 
     def reset(self) -> None:
         """Core reset: registers, NVIC and peripherals to reset state, SP/PC from the vectors."""
-        uc = self._uc
         for dev in self.peripherals.values():
             dev.reset()
         for rid in REG_IDS[:13] + [A.UC_ARM_REG_LR]:
-            uc.reg_write(rid, 0)
-        uc.reg_write(A.UC_ARM_REG_PRIMASK, 0)
-        uc.reg_write(A.UC_ARM_REG_CONTROL, 0)
-        uc.reg_write(A.UC_ARM_REG_XPSR, 1 << 24)
+            self._wr(rid, 0)
+        self._wr(A.UC_ARM_REG_PRIMASK, 0)
+        self._wr(A.UC_ARM_REG_CONTROL, 0)
+        self._wr(A.UC_ARM_REG_XPSR, 1 << 24)
         base = self.config.flash.base
         sp = self.read_u32(base)
         pc = self.read_u32(base + 4)
-        uc.reg_write(A.UC_ARM_REG_PSP, 0)
-        uc.reg_write(A.UC_ARM_REG_MSP, sp & ~3)
-        uc.reg_write(A.UC_ARM_REG_SP, sp & ~3)
+        self._wr(A.UC_ARM_REG_PSP, 0)
+        self._wr(A.UC_ARM_REG_MSP, sp & ~3)
+        self._wr(A.UC_ARM_REG_SP, sp & ~3)
         self._set_pc(pc)
         s = self.state
         s.cur_valid = 0
@@ -502,8 +516,14 @@ class Machine:
         sym = self.image.symbol(name)
         return sym.address, sym.size
 
-    def read_symbol(self, name: str, size: int | None = None) -> bytes:
+    def read_symbol(self, name: str, size: int | None = None, *, initial: bool = False) -> bytes:
+        """The object an ELF symbol names, as it is now; ``initial=True`` reads the value
+        the startup code will copy at reset (its load address in flash, for .data)."""
         addr, sym_size = self._symbol_range(name)
+        if initial:
+            sec = self.image.section_of(addr)
+            if sec is not None and sec.lma != sec.vma:
+                addr = sec.lma + (addr - sec.vma)
         return self.read_memory(addr, size if size is not None else sym_size)
 
     def write_symbol(self, name: str, data: bytes) -> None:
@@ -526,7 +546,7 @@ class Machine:
             self.write_memory(sec.lma + (addr - sec.vma), data)
 
     def reg(self, name: str) -> int:
-        return self._uc.reg_read(self._reg_id(name))
+        return self._rd(self._reg_id(name))
 
     def set_reg(self, name: str, value: int) -> None:
         if name == "pc":
@@ -534,7 +554,7 @@ class Machine:
             self.state.cur_valid = 0
             self.state.prev_valid = 0
         else:
-            self._uc.reg_write(self._reg_id(name), value & 0xFFFFFFFF)
+            self._wr(self._reg_id(name), value & 0xFFFFFFFF)
 
     @staticmethod
     def _reg_id(name: str) -> int:
@@ -549,17 +569,17 @@ class Machine:
         raise UsageError(f"no register named '{name}'")
 
     def registers(self) -> dict[str, int]:
-        regs = {n: self._uc.reg_read(r) for n, r in zip(REG_NAMES, REG_IDS)}
+        regs = {n: self._rd(r) for n, r in zip(REG_NAMES, REG_IDS)}
         for extra in ("xpsr", "primask", "control", "msp", "psp"):
             regs[extra] = self.reg(extra)
         return regs
 
     @property
     def pc(self) -> int:
-        return self._uc.reg_read(A.UC_ARM_REG_PC) & ~1
+        return self._rd(A.UC_ARM_REG_PC) & ~1
 
     def _set_pc(self, value: int) -> None:
-        self._uc.reg_write(A.UC_ARM_REG_PC, value | 1)
+        self._wr(A.UC_ARM_REG_PC, value | 1)
 
     @property
     def cycles(self) -> int:
@@ -570,7 +590,7 @@ class Machine:
         return int(self.state.insns)
 
     def active_exception(self) -> int:
-        return self._uc.reg_read(A.UC_ARM_REG_IPSR) & 0x3F
+        return self._rd(A.UC_ARM_REG_IPSR) & 0x3F
 
     def describe(self, addr: int) -> str:
         return self.image.describe(addr) if self.image else f"0x{addr:08x}"
@@ -601,7 +621,23 @@ class Machine:
 
     # ------------------------------------------------------------------ hooks (Python, rare)
     def _on_interrupt(self, uc: Uc, intno: int, _: object) -> None:
-        self._py_stop = ("intr", intno, uc.reg_read(A.UC_ARM_REG_PC))
+        pc = self._rd(A.UC_ARM_REG_PC)
+        if intno == 8 and (pc | 1) in (EXC_RETURN_HANDLER, EXC_RETURN_THREAD_MSP, EXC_RETURN_THREAD_PSP) \
+                and self.active_exception() != 0:
+            # The common case, served without stopping the run: unstack and go on,
+            # unless the return makes another exception takeable (tail-chaining).
+            try:
+                self._settle(pc & ~1)
+                self._return(pc | 1)
+            except (_Stop, _Lockup) as exc:  # a fault while unstacking: let the loop report it
+                self._py_stop = ("raise", exc)
+                uc.emu_stop()
+                return
+            if self._sleeping or self.nvic.next_to_take(self._primask()) is not None:
+                self._py_stop = ("check",)
+                uc.emu_stop()
+            return
+        self._py_stop = ("intr", intno, pc)
         uc.emu_stop()
 
     def _on_mem_invalid(self, uc: Uc, access: int, address: int, size: int, value: int, _: object) -> bool:
@@ -622,8 +658,15 @@ class Machine:
         return cost | (insns << 32) | (flags << 56)
 
     def _request_check(self) -> None:
-        """Something changed that may make an exception takeable: stop at next block."""
-        self.state.deadline = 0
+        """The NVIC's state changed: if an exception is now takeable, stop at the next
+        block boundary to take it."""
+        if self.nvic.next_to_take(self._primask()) is not None:
+            self.state.deadline = 0
+
+    def _on_schedule(self, at: int) -> None:
+        """A device scheduled an event: make sure the run stops for it."""
+        if at < self.state.deadline:
+            self.state.deadline = at
 
     def _on_reset_request(self) -> None:
         self._py_stop = ("reset",)
@@ -653,7 +696,7 @@ class Machine:
         """A B<cond> to its own fall-through: taken if its condition holds now."""
         if not flags & F_CONDNEXT:
             return False
-        nzcv = self._uc.reg_read(A.UC_ARM_REG_APSR) >> 28
+        nzcv = self._rd(A.UC_ARM_REG_APSR) >> 28
         n, z, c, v = nzcv >> 3 & 1, nzcv >> 2 & 1, nzcv >> 1 & 1, nzcv & 1
         return [z, not z, c, not c, n, not n, v, not v, c and not z, not c or z,
                 n == v, n != v, not z and n == v, z or n != v, True, True][(flags >> 4) & 0xF]
@@ -676,7 +719,7 @@ class Machine:
 
     # ------------------------------------------------------------------ exceptions
     def _primask(self) -> bool:
-        return bool(self._uc.reg_read(A.UC_ARM_REG_PRIMASK) & 1)
+        return bool(self._rd(A.UC_ARM_REG_PRIMASK) & 1)
 
     def _vector(self, exc: int) -> int:
         vtor = self.scb.vtor if self.scb and self.scb.has_vtor else 0
@@ -687,14 +730,14 @@ class Machine:
         uc = self._uc
         current = self.active_exception()
         thread = current == 0
-        control = uc.reg_read(A.UC_ARM_REG_CONTROL)
+        control = self._rd(A.UC_ARM_REG_CONTROL)
         use_psp = thread and bool(control & 2)
-        sp = uc.reg_read(A.UC_ARM_REG_PSP if use_psp else A.UC_ARM_REG_MSP)
-        xpsr = uc.reg_read(A.UC_ARM_REG_XPSR)
+        sp = self._rd(A.UC_ARM_REG_PSP if use_psp else A.UC_ARM_REG_MSP)
+        xpsr = self._rd(A.UC_ARM_REG_XPSR)
         realign = sp & 4
         frame_sp = (sp - 32 - (4 if realign else 0)) & 0xFFFFFFFF
         stacked_xpsr = (xpsr & ~(1 << 9)) | (1 << 9 if realign else 0) | (1 << 24)
-        words = [uc.reg_read(r) for r in (A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
+        words = [self._rd(r) for r in (A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
                                             A.UC_ARM_REG_R12, A.UC_ARM_REG_LR)]
         words += [return_pc & ~1, stacked_xpsr]
         frame = b"".join(w.to_bytes(4, "little") for w in words)
@@ -705,15 +748,15 @@ class Machine:
             return
         uc.mem_write(frame_sp, frame)
         if use_psp:
-            uc.reg_write(A.UC_ARM_REG_PSP, frame_sp)
+            self._wr(A.UC_ARM_REG_PSP, frame_sp)
         else:
-            uc.reg_write(A.UC_ARM_REG_MSP, frame_sp)
+            self._wr(A.UC_ARM_REG_MSP, frame_sp)
         exc_return = EXC_RETURN_HANDLER if not thread else (EXC_RETURN_THREAD_PSP if use_psp else EXC_RETURN_THREAD_MSP)
         # Handler mode: IPSR = exception number, SP = MSP (CONTROL.SPSEL reads 0).
-        uc.reg_write(A.UC_ARM_REG_CONTROL, control & ~2)
-        uc.reg_write(A.UC_ARM_REG_IPSR, exc)
-        uc.reg_write(A.UC_ARM_REG_SP, uc.reg_read(A.UC_ARM_REG_MSP))
-        uc.reg_write(A.UC_ARM_REG_LR, exc_return)
+        self._wr(A.UC_ARM_REG_CONTROL, control & ~2)
+        self._wr(A.UC_ARM_REG_IPSR, exc)
+        self._wr(A.UC_ARM_REG_SP, self._rd(A.UC_ARM_REG_MSP))
+        self._wr(A.UC_ARM_REG_LR, exc_return)
         self.nvic.activate(exc)
         name = exception_name(exc)
         self.exceptions_taken[name] = self.exceptions_taken.get(name, 0) + 1
@@ -729,14 +772,13 @@ class Machine:
 
     def _return(self, exc_return: int) -> None:
         """Exception return (B1.5.8): unstack the frame the entry pushed."""
-        uc = self._uc
         current = self.active_exception()
         if exc_return not in (EXC_RETURN_HANDLER, EXC_RETURN_THREAD_MSP, EXC_RETURN_THREAD_PSP) or current == 0:
             self._fault(f"invalid EXC_RETURN 0x{exc_return:08x} (INVPC)", exc_return & ~1)
             return
         to_thread = exc_return != EXC_RETURN_HANDLER
         use_psp = exc_return == EXC_RETURN_THREAD_PSP
-        sp = uc.reg_read(A.UC_ARM_REG_PSP if use_psp else A.UC_ARM_REG_MSP)
+        sp = self._rd(A.UC_ARM_REG_PSP if use_psp else A.UC_ARM_REG_MSP)
         try:
             frame = self.read_memory(sp, 32)
         except UsageError:
@@ -747,20 +789,20 @@ class Machine:
         stacked_xpsr = words[7]
         new_sp = sp + 32 + (4 if stacked_xpsr & (1 << 9) else 0)
         if use_psp:
-            uc.reg_write(A.UC_ARM_REG_PSP, new_sp)
+            self._wr(A.UC_ARM_REG_PSP, new_sp)
         else:
-            uc.reg_write(A.UC_ARM_REG_MSP, new_sp)
+            self._wr(A.UC_ARM_REG_MSP, new_sp)
         ipsr = 0 if to_thread else (stacked_xpsr & 0x3F)
         if to_thread and (stacked_xpsr & 0x3F):
             guest_log.warning("exception return to Thread mode with a stacked IPSR of %d", stacked_xpsr & 0x3F)
-        uc.reg_write(A.UC_ARM_REG_XPSR, (stacked_xpsr & 0xF0000000) | (1 << 24) | ipsr)
-        uc.reg_write(A.UC_ARM_REG_IPSR, ipsr)
-        control = uc.reg_read(A.UC_ARM_REG_CONTROL)
-        uc.reg_write(A.UC_ARM_REG_CONTROL, (control | 2) if use_psp else (control & ~2))
-        uc.reg_write(A.UC_ARM_REG_SP, new_sp)
+        self._wr(A.UC_ARM_REG_XPSR, (stacked_xpsr & 0xF0000000) | (1 << 24) | ipsr)
+        self._wr(A.UC_ARM_REG_IPSR, ipsr)
+        control = self._rd(A.UC_ARM_REG_CONTROL)
+        self._wr(A.UC_ARM_REG_CONTROL, (control | 2) if use_psp else (control & ~2))
+        self._wr(A.UC_ARM_REG_SP, new_sp)
         for reg, value in zip((A.UC_ARM_REG_R0, A.UC_ARM_REG_R1, A.UC_ARM_REG_R2, A.UC_ARM_REG_R3,
                                A.UC_ARM_REG_R12, A.UC_ARM_REG_LR), words):
-            uc.reg_write(reg, value)
+            self._wr(reg, value)
         self._set_pc(words[6])
         self.state.cycles += self.config.core.exception_return_cycles
         self.state.prev_valid = 0
@@ -916,6 +958,10 @@ class Machine:
             self._settle(stop[1])
             self._skip_bp = stop[1]
             raise _Stop(StopReason.BREAKPOINT, f"breakpoint at {self.describe(stop[1])}")
+        if stop[0] == "check":
+            return
+        if stop[0] == "raise":
+            raise stop[1]
         if stop[0] == "reset":
             self._settle(pc_now)
             self.reset()
@@ -959,9 +1005,8 @@ class Machine:
         self._fault(f"unexpected CPU exception {intno}", pc)
 
     def _semihost(self, pc: int) -> None:
-        uc = self._uc
-        op = uc.reg_read(A.UC_ARM_REG_R0)
-        arg = uc.reg_read(A.UC_ARM_REG_R1)
+        op = self._rd(A.UC_ARM_REG_R0)
+        arg = self._rd(A.UC_ARM_REG_R1)
         sh = self._semihosting()
         try:
             result = sh.call(op, arg)
@@ -972,7 +1017,7 @@ class Machine:
         self.state.prev_valid = 0
         if isinstance(result, Exit):
             raise _Stop(StopReason.EXIT, f"firmware exited with code {result.code}", exit_code=result.code)
-        uc.reg_write(A.UC_ARM_REG_R0, result & 0xFFFFFFFF)
+        self._wr(A.UC_ARM_REG_R0, result & 0xFFFFFFFF)
 
     def _semihosting(self) -> Semihosting:
         if not hasattr(self, "_sh"):
@@ -1071,10 +1116,10 @@ class Machine:
             raise UsageError("call() passes at most 4 arguments in r0-r3")
         addr = self._resolve(function)
         for i, value in enumerate(args):
-            self._uc.reg_write(REG_IDS[i], value & 0xFFFFFFFF)
-        self._uc.reg_write(A.UC_ARM_REG_LR, CALL_RETURN | 1)
+            self._wr(REG_IDS[i], value & 0xFFFFFFFF)
+        self._wr(A.UC_ARM_REG_LR, CALL_RETURN | 1)
         # Leave a caller's frame below SP, as a real caller would have one.
-        self._uc.reg_write(A.UC_ARM_REG_SP, (self.reg("sp") - CALL_FRAME) & ~7)
+        self._wr(A.UC_ARM_REG_SP, (self.reg("sp") - CALL_FRAME) & ~7)
         self.set_reg("pc", addr)
         before = self.cycles
         result = self.run(max_cycles=max_cycles)
