@@ -17,6 +17,8 @@ demo: setup firmware
 	$(VENV)/bin/pkasim run firmware/build/hello.elf --config $(CONFIG)
 	@echo "== systick: 10 SysTick interrupts at 1 ms, the core sleeping in WFI between them"
 	$(VENV)/bin/pkasim run firmware/build/systick.elf --config $(CONFIG)
+	@echo "== xrsa: an RSA-4096 signature on the 2048-bit Montgomery multiplier (xRSA, paper variant)"
+	$(VENV)/bin/pkasim run firmware/build/xrsa.elf --config $(CONFIG)
 
 test: setup firmware
 	$(VENV)/bin/ruff check .

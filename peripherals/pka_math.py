@@ -14,6 +14,7 @@ whatever the size of A and B; ADD and SUB wrap at 2^(32*LEN) and report the carr
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import NamedTuple
 
 WORD_BITS = 32
@@ -38,8 +39,13 @@ def montmul(a: int, b: int, n: int, words: int) -> tuple[int, int]:
         raise OperandError("MONTMUL needs an odd modulus N")
     if n <= 1:
         raise OperandError("MONTMUL needs N > 1")
-    r_inv = pow(2, -WORD_BITS * words, n)
-    return a * b * r_inv % n, 0
+    return a * b * _r_inverse(n, words) % n, 0
+
+
+@lru_cache(maxsize=64)
+def _r_inverse(n: int, words: int) -> int:
+    """R^-1 mod N: a modulus is used for thousands of products in a row."""
+    return pow(2, -WORD_BITS * words, n)
 
 
 def modadd(a: int, b: int, n: int, words: int) -> tuple[int, int]:

@@ -97,3 +97,12 @@ def test_primask_holds_an_interrupt_until_cleared(make_machine, elf):
     m.step()  # cpsie i
     m.step()  # the pending PendSV is taken now
     assert m.active_exception() == 14
+
+
+def test_interrupt_is_taken_right_after_cpsie_even_mid_block(make_machine, elf):
+    # cpsie_probe: PendSV pended under PRIMASK, then ``cpsie i; cpsid i`` in one block.
+    m = make_machine()
+    m.load(elf("timing"))
+    m.run(until="main", max_cycles=10**5)
+    m.call("cpsie_probe")
+    assert m.reg("r0") == 1

@@ -27,11 +27,44 @@ __attribute__((naked)) uint32_t systick_probe(void)
         ".ltorg\n");
 }
 
+/*
+ * cpsie_probe() pends PendSV with interrupts masked, then unmasks them for exactly
+ * one instruction (cpsie i; cpsid i) in one basic block. The core takes a pending
+ * interrupt as soon as CPSIE unmasks it, so PendSV runs in between and the function
+ * returns 1 (pendsv_count).
+ */
+volatile uint32_t pendsv_count;
+
+void PendSV_Handler(void)
+{
+    pendsv_count++;
+}
+
+__attribute__((naked)) uint32_t cpsie_probe(void)
+{
+    __asm volatile(
+        "cpsid i\n"
+        "ldr r1, =0xE000ED04\n"  /* SCB ICSR */
+        "ldr r2, =0x10000000\n"  /* PENDSVSET */
+        "str r2, [r1]\n"
+        "cpsie i\n"
+        "cpsid i\n"
+        "ldr r1, =pendsv_count\n"
+        "ldr r0, [r1]\n"
+        "cpsie i\n"
+        "bx lr\n"
+        ".ltorg\n");
+}
+
 int main(void)
 {
     uint32_t v = systick_probe();
     sh_puts("SysTick CVR 12 cycles after enable: ");
     sh_print_hex(v);
     sh_puts("\n");
-    return v == 0xFFFFF4u ? 0 : 1;
+    uint32_t taken = cpsie_probe();
+    sh_puts("PendSV taken between cpsie and cpsid: ");
+    sh_print_u32(taken);
+    sh_puts("\n");
+    return v == 0xFFFFF4u && taken == 1 ? 0 : 1;
 }

@@ -1,0 +1,120 @@
+/*
+ * xrsa: one RSA private-key operation (or public-key computation) on the PKA, by the
+ * xRSA method (docs/xrsa.md). Built twice from this file: xrsa.elf links the paper
+ * variant of src/rsa.c, xrsa_opt.elf the optimized one (rsa_variant says which).
+ *
+ * With no input it signs the built-in demo message with the built-in RSA-4096 demo
+ * key (demo_key.h), compares with the expected signature and prints
+ *   xRSA RSA-4096 private-key operation (paper variant): signature OK
+ *   firmware-measured: N ms
+ * exit 0; 1 on a mismatch, 2 if the operation failed.
+ *
+ * Inputs and outputs are ELF symbols, all in .data, so `pkasim run --load/--dump`
+ * (or Machine.write_symbol/read_symbol) use any key without rebuilding:
+ *   rsa_input_key   rsa_key_t (src/rsa.h), default the demo key
+ *   rsa_input_msg   nbits/8 bytes big-endian, default the demo message
+ *   rsa_op          0 = rsa_private(key, msg), 1 = rsa_get_public_key(key)
+ *   rsa_check       1 = compare the result with rsa_expected (nbits/8 bytes)
+ *   rsa_expected    default the demo signature
+ *   rsa_output      the result, nbits/8 bytes big-endian
+ *   rsa_status      the function's return value (0 = success; -100 = not run)
+ *   rsa_ms          the operation's time in SysTick ticks of 1 ms (48 MHz core clock)
+ * The run itself is data-independent: the comparison is constant-time and the
+ * printed text depends on its outcome only.
+ */
+#include <stdint.h>
+#include "cmsis_min.h"
+#include "semihost.h"
+#include "rsa.h"
+#include "demo_key.h"
+
+#define CORE_HZ 48000000u
+#define DATA(name) __attribute__((section(".data." #name), used))
+
+DATA(rsa_input_key) rsa_key_t rsa_input_key = {
+    .nbits = DEMO_NBITS,
+    .e = DEMO_E,
+    .p = DEMO_P,
+    .q = DEMO_Q,
+    .dp = DEMO_DP,
+    .dq = DEMO_DQ,
+    .qinv = DEMO_QINV,
+};
+DATA(rsa_input_msg) uint8_t rsa_input_msg[RSA_N_BIT_MAX / 8] = DEMO_MSG;
+DATA(rsa_expected) uint8_t rsa_expected[RSA_N_BIT_MAX / 8] = DEMO_SIG;
+DATA(rsa_output) uint8_t rsa_output[RSA_N_BIT_MAX / 8];
+DATA(rsa_op) uint32_t rsa_op = 0;
+DATA(rsa_check) uint32_t rsa_check = 1;
+DATA(rsa_status) int32_t rsa_status = -100;
+DATA(rsa_ms) uint32_t rsa_ms = 0;
+
+static volatile uint32_t ticks;
+
+void SysTick_Handler(void)
+{
+    ticks++;
+}
+
+static void print_i32(int32_t v)
+{
+    if (v < 0) {
+        sh_putc('-');
+        sh_print_u32(0u - (uint32_t)v);
+    } else {
+        sh_print_u32((uint32_t)v);
+    }
+}
+
+int main(void)
+{
+    uint32_t op = rsa_op;
+    uint32_t nbytes = rsa_input_key.nbits / 8u;
+
+    if (nbytes > sizeof rsa_output)
+        nbytes = sizeof rsa_output;
+
+    /* SysTick at 1 ms from the core clock, as the paper measured (IV-B). */
+    ticks = 0;
+    SYST_CSR = 0;
+    SYST_RVR = CORE_HZ / 1000u - 1u;
+    SYST_CVR = 0;
+    SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
+
+    int status;
+    if (op == 0)
+        status = rsa_private(&rsa_input_key, rsa_input_msg, rsa_output);
+    else if (op == 1)
+        status = rsa_get_public_key(&rsa_input_key, rsa_output);
+    else
+        status = -100;
+
+    SYST_CSR = 0;
+    rsa_ms = ticks;
+    rsa_status = status;
+
+    sh_puts("xRSA RSA-");
+    sh_print_u32(rsa_input_key.nbits);
+    sh_puts(op == 0 ? " private-key operation (" : op == 1 ? " public key n = p*q (" : " unknown rsa_op (");
+    sh_puts(rsa_variant);
+    sh_puts(" variant): ");
+
+    int code = 0;
+    if (status != 0) {
+        sh_puts("error ");
+        print_i32(status);
+        code = 2;
+    } else if (rsa_check) {
+        uint8_t diff = 0;
+        for (uint32_t i = 0; i < nbytes; i++)
+            diff |= rsa_output[i] ^ rsa_expected[i];
+        sh_puts(op == 0 ? "signature " : "result ");
+        sh_puts(diff == 0 ? "OK" : "MISMATCH");
+        code = diff != 0;
+    } else {
+        sh_puts("done");
+    }
+    sh_puts("\nfirmware-measured: ");
+    sh_print_u32(rsa_ms);
+    sh_puts(" ms\n");
+    return code;
+}

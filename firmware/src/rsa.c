@@ -1,0 +1,305 @@
+/*
+ * RSA-2048 and RSA-4096 private-key operations on a 2048-bit Montgomery multiplier,
+ * by the xRSA method (docs/xrsa.md; the paper's Algorithms 1-3, Table II and
+ * equation 3). tests/xrsa_model.py is the same sequence of PKA operations in Python.
+ *
+ * Notation: (x) is MONTMUL, a (x) b = a*b*R^-1 mod p with R = 2^(32*L); (+) and (-)
+ * are MODADD and MODSUB. L = nbits/64 words per prime: 32 for RSA-2048, 64 for
+ * RSA-4096. Operands are in PKA RAM at the word offsets of rsa_layout.h.
+ *
+ * Two builds of this file (firmware/Makefile):
+ *   RSA_OPTIMIZED=0  the paper variant (xrsa.elf): Algorithms 1-3 as printed, with
+ *                    Algorithm 2 read as s_i = s_(i-1) (x) s_1 (the erratum of issue #3)
+ *                    and N = p*q computed for the final subtraction of equation 3;
+ *   RSA_OPTIMIZED=1  the optimized variant (xrsa_opt.elf): R^2 by squaring the
+ *                    Montgomery form of 2, and the other savings of docs/xrsa.md.
+ *
+ * Constant time: the sequence of PKA operations, their lengths and the CPU's
+ * instructions depend on nbits only. The exponent bit picks the result pointer of
+ * Algorithm 3's multiplication (y or the dummy) with a mask, not a branch; the
+ * PKA's busy time depends on the operation and LEN only (docs/pka.md).
+ */
+#include "rsa.h"
+#include "pka.h"
+#include "rsa_layout.h"
+
+#ifndef RSA_OPTIMIZED
+#define RSA_OPTIMIZED 0
+#endif
+
+#if RSA_OPTIMIZED
+const char rsa_variant[] = "optimized";
+#else
+const char rsa_variant[] = "paper";
+#endif
+
+/* The layout fits in PKA RAM and regions live together do not overlap. */
+LAY_CHECK_FITS;
+LAY_CHECK_EXP;
+LAY_CHECK_M;
+_Static_assert(LAY_RAM_WORDS <= PKA_RAM_WORDS, "the RSA layout needs more PKA RAM than the chip has");
+_Static_assert(LAY_P_LEN >= PKA_MAX_WORDS && LAY_MOD1_LEN == 64, "a slot holds a 2048-bit operand");
+
+#define WIDE 64u            /* LEN of the products modulo 2^2048 - 1 */
+#define HALF 32u            /* 1024 bits */
+
+#define TRY(call) do { int rc_ = (call); if (rc_ < 0) return rc_; } while (0)
+
+static inline int mont(uint32_t L, uint32_t a, uint32_t b, uint32_t n, uint32_t r)
+{
+    return pka_exec(PKA_MONTMUL, L, a, b, n, r);
+}
+
+static inline int modadd(uint32_t L, uint32_t a, uint32_t b, uint32_t r)
+{
+    return pka_exec(PKA_MODADD, L, a, b, LAY_P, r);
+}
+
+/* Words per prime (the exponentiation's LEN), or 0 for an unsupported size. */
+static uint32_t prime_words(uint16_t nbits)
+{
+    if (nbits == 2048)
+        return 32;
+    if (nbits == 4096)
+        return 64;
+    return 0;
+}
+
+/*
+ * Algorithm 2: R^2 mod p into RR (p in P, 1 in ONE).
+ *   1: s = (R-1) (+) 1        = R mod p
+ *   2: s_1 = s (+) s          = 2R mod p
+ *   3-5: s_i = s_(i-1) (x) s_1, i = 2..n   = 2^i R mod p      (n - 1 MONTMULs)
+ * As printed (s_(i-1) (x) s_(i-1)) the loop would square and give 2^(2^(n-1)) R;
+ * multiplying by s_1 each time adds one to the exponent of 2, as the paper's own
+ * correctness argument (s_i = 2^i 2^n mod p) says.
+ * The optimized variant squares instead: (2^k R) (x) (2^k R) = 2^(2k) R, so from
+ * s_1 = 2^1 R it reaches 2^n R = R^2 after log2(n) squarings (11 for n = 2048);
+ * it also leaves s = R mod p (the Montgomery form of 1, Algorithm 3's initial y)
+ * in Y.
+ */
+static int mont_r2(uint32_t L)
+{
+    uint32_t n = 32u * L;
+
+    pka_fill(LAY_T, 0xFFFFFFFFu, L);                    /* R - 1 */
+#if !RSA_OPTIMIZED
+    TRY(modadd(L, LAY_T, LAY_ONE, LAY_RR));             /* s = R mod p */
+    TRY(modadd(L, LAY_RR, LAY_RR, LAY_T));              /* s_1 = 2R mod p */
+    TRY(mont(L, LAY_T, LAY_T, LAY_P, LAY_RR));          /* s_2 */
+    for (uint32_t i = 3; i <= n; i++)                   /* (LEN and N set by mont) */
+        TRY(pka_run(PKA_MONTMUL, LAY_RR, LAY_T, LAY_RR)); /* s_i = s_(i-1) (x) s_1 */
+#else
+    TRY(modadd(L, LAY_T, LAY_ONE, LAY_Y));              /* R mod p, kept as y */
+    TRY(modadd(L, LAY_Y, LAY_Y, LAY_RR));               /* 2R mod p */
+    for (uint32_t k = 1; k < n; k <<= 1)
+        TRY(mont(L, LAY_RR, LAY_RR, LAY_P, LAY_RR));    /* 2^k R -> 2^(2k) R */
+#endif
+    return RSA_OK;
+}
+
+/*
+ * S = m^d mod prime (Algorithm 1 steps 1 and 2): R^2 (Algorithm 2), m mod prime
+ * (equation 2), then Algorithm 3. The result y ends in Y in Montgomery form;
+ * `to` != 0 converts it (y (x) 1) into region `to`.
+ */
+static int crt_exp(uint32_t L, const uint8_t *prime, const uint8_t *d, const uint8_t *m, uint32_t to)
+{
+    uint32_t bytes = 4u * L;
+    uint32_t bits = 32u * L;
+
+    pka_load_be(LAY_P, prime, L);
+    TRY(mont_r2(L));
+
+    /* Equation (2): m = m1 R + m2; m mod p = (m1 (x) R^2) (+) m2 (m2 may exceed p). */
+    pka_load_be(LAY_T, m, L);                           /* m1: the high half */
+    pka_load_be(LAY_DUM, m + bytes, L);                 /* m2: the low half */
+    TRY(mont(L, LAY_T, LAY_RR, LAY_P, LAY_T));
+    TRY(modadd(L, LAY_T, LAY_DUM, LAY_T));
+
+    /* Algorithm 3. */
+#if !RSA_OPTIMIZED
+    TRY(mont(L, LAY_ONE, LAY_RR, LAY_P, LAY_Y));        /* 1: y = 1 (x) R^2 */
+#endif                                                  /*    (optimized: R mod p from mont_r2) */
+    TRY(mont(L, LAY_T, LAY_RR, LAY_P, LAY_T));          /* 2: t = m (x) R^2 */
+    pka_config(L, LAY_P);                               /* LEN and N stay for the loop */
+    for (uint32_t i = 0; i < bits; i++) {               /* 3: all bits of d, LSB first */
+        uint32_t bit = (d[bytes - 1u - (i >> 3)] >> (i & 7u)) & 1u;
+        uint32_t keep = bit - 1u;                       /* 0 if the bit is 1, all ones if 0 */
+        uint32_t dst = LAY_Y ^ ((LAY_Y ^ LAY_DUM) & keep);
+        TRY(pka_run(PKA_MONTMUL, LAY_Y, LAY_T, dst));   /* 5: y = y (x) t, 7: dummy = y (x) t */
+#if RSA_OPTIMIZED
+        if (i == bits - 1u)                             /* the last square is never used */
+            break;
+#endif
+        TRY(pka_run(PKA_MONTMUL, LAY_T, LAY_T, LAY_T)); /* 9: t = t (x) t */
+    }
+    if (to)
+        TRY(mont(L, LAY_Y, LAY_ONE, LAY_P, to));        /* 12: y (x) 1 */
+    return RSA_OK;
+}
+
+/* [LO(x), 0, HI(x), 0] (RSA-4096) or [x, 0] (RSA-2048) at dst, x from PKA RAM. */
+static void split_copy(uint32_t L, uint32_t dst, uint32_t src)
+{
+    if (L == 64u) {
+        pka_copy(dst, src, HALF);
+        pka_fill(dst + HALF, 0, HALF);
+        pka_copy(dst + 2u * HALF, src + HALF, HALF);
+        pka_fill(dst + 3u * HALF, 0, HALF);
+    } else {
+        pka_copy(dst, src, HALF);
+        pka_fill(dst + HALF, 0, HALF);
+    }
+}
+
+/* The same from a big-endian key field of 4L bytes. */
+static void split_load(uint32_t L, uint32_t dst, const uint8_t *be)
+{
+    if (L == 64u) {
+        pka_load_be(dst, be + 4u * HALF, HALF);         /* LO: the last 128 bytes */
+        pka_fill(dst + HALF, 0, HALF);
+        pka_load_be(dst + 2u * HALF, be, HALF);         /* HI: the first 128 bytes */
+        pka_fill(dst + 3u * HALF, 0, HALF);
+    } else {
+        pka_load_be(dst, be, HALF);
+        pka_fill(dst + HALF, 0, HALF);
+    }
+}
+
+/* MOD1 = 2^2048 - 1 and a zero carry word. */
+static void wide_setup(void)
+{
+    pka_fill(LAY_MOD1, 0xFFFFFFFFu, WIDE);
+    pka_fill(LAY_CW, 0, WIDE);
+}
+
+/*
+ * acc = x * y, x and y split in XH and YQ. With N = 2^2048 - 1, R = 2^2048 = 1 mod N,
+ * so a (x) b = a*b mod N = a*b for a, b < 2^1024 (a*b < N): the multiplier makes
+ * plain 1024x1024-bit products (Table II). RSA-4096: four products and three
+ * additions with carries; RSA-2048: one product (x, y < 2^1024).
+ */
+static int wide_mul(uint32_t L, uint32_t acc)
+{
+    const uint32_t x2 = LAY_XH, x1 = LAY_XH + 2u * HALF;
+    const uint32_t y2 = LAY_YQ, y1 = LAY_YQ + 2u * HALF;
+
+    TRY(mont(WIDE, x2, y2, LAY_MOD1, acc));                 /* bits 0..2047 */
+    if (L != 64u)
+        return RSA_OK;
+    TRY(mont(WIDE, x1, y1, LAY_MOD1, acc + WIDE));          /* bits 2048..4095 */
+    TRY(mont(WIDE, x1, y2, LAY_MOD1, LAY_T2));
+    TRY(mont(WIDE, x2, y1, LAY_MOD1, LAY_T3));
+    TRY(pka_exec(PKA_ADD, WIDE, LAY_T2, LAY_T3, 0, LAY_T2));   /* x1 y2 + x2 y1 */
+    uint32_t c = pka_carry();                                  /* weight 2^3072 */
+    TRY(pka_exec(PKA_ADD, WIDE, acc + HALF, LAY_T2, 0, acc + HALF)); /* bits 1024..3071 */
+    c += pka_carry();
+    pka_write(LAY_CW, c);
+    TRY(pka_exec(PKA_ADD, HALF, acc + 3u * HALF, LAY_CW, 0, acc + 3u * HALF));
+    pka_write(LAY_CW, 0);
+    return pka_carry() ? RSA_ERR_CARRY : RSA_OK;
+}
+
+/* acc (2L words) += the L-word value at src, with the carry through the top half. */
+static int add_low(uint32_t L, uint32_t acc, uint32_t src)
+{
+    TRY(pka_exec(PKA_ADD, L, acc, src, 0, acc));
+    pka_write(LAY_CW, pka_carry());
+    TRY(pka_exec(PKA_ADD, L, acc + L, LAY_CW, 0, acc + L));
+    pka_write(LAY_CW, 0);
+    return pka_carry() ? RSA_ERR_CARRY : RSA_OK;
+}
+
+int rsa_get_public_key(rsa_key_t *key, uint8_t *n)
+{
+    uint32_t L = prime_words(key->nbits);
+
+    if (!L)
+        return RSA_ERR_NBITS;
+    pka_init();
+    wide_setup();
+    split_load(L, LAY_XH, key->p);
+    split_load(L, LAY_YQ, key->q);
+    TRY(wide_mul(L, LAY_NACC));
+    pka_fetch_be(LAY_NACC, n, 2u * L);
+    return RSA_OK;
+}
+
+int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
+{
+    uint32_t L = prime_words(key->nbits);
+
+    if (!L)
+        return RSA_ERR_NBITS;
+    pka_init();
+    pka_fill(LAY_ONE, 0, L);
+    pka_write(LAY_ONE, 1);
+
+    /* Algorithm 1, step 2 first (section III-D: step 3 shares step 1's modulus). */
+    TRY(crt_exp(L, key->q, key->dq, in, LAY_SQ));              /* S_q, integer, in SQ */
+#if !RSA_OPTIMIZED
+    TRY(crt_exp(L, key->p, key->dp, in, LAY_Y));               /* S_p, integer, in Y */
+
+    /* Step 3: h = qinv * (S_p - S_q) mod p: one MODSUB, four MONTMULs. */
+    TRY(pka_exec(PKA_MODSUB, L, LAY_Y, LAY_SQ, LAY_P, LAY_DUM)); /* S_p (-) S_q */
+    pka_load_be(LAY_T, key->qinv, L);
+    TRY(mont(L, LAY_T, LAY_RR, LAY_P, LAY_T));                  /* qinv R */
+    TRY(mont(L, LAY_DUM, LAY_RR, LAY_P, LAY_DUM));              /* (S_p - S_q) R */
+    TRY(mont(L, LAY_T, LAY_DUM, LAY_P, LAY_Y));                 /* h R */
+    TRY(mont(L, LAY_Y, LAY_ONE, LAY_P, LAY_Y));                 /* h */
+#else
+    TRY(crt_exp(L, key->p, key->dp, in, 0));                   /* S_p R mod p, in Y */
+
+    /* Step 3 in the Montgomery domain: qinv (x) (S_p R - S_q R) = qinv (S_p - S_q). */
+    TRY(mont(L, LAY_SQ, LAY_RR, LAY_P, LAY_DUM));               /* S_q R mod p */
+    TRY(pka_exec(PKA_MODSUB, L, LAY_Y, LAY_DUM, LAY_P, LAY_DUM));
+    pka_load_be(LAY_T, key->qinv, L);
+    TRY(mont(L, LAY_T, LAY_DUM, LAY_P, LAY_Y));                 /* h */
+#endif
+
+    /* Step 4: M = S_q + h*q, 2L words in ACC. */
+    split_copy(L, LAY_XH, LAY_Y);
+    wide_setup();
+    split_load(L, LAY_YQ, key->q);
+    TRY(wide_mul(L, LAY_ACC));
+    TRY(add_low(L, LAY_ACC, LAY_SQ));
+
+#if !RSA_OPTIMIZED
+    /*
+     * Equation (3): S = M - N if M >= N, else M. N = p*q is not part of the key, so it
+     * is computed here as in rsa_get_public_key. D = M - N goes into XH; the final
+     * borrow (M < N) picks M or D with a mask while the result is fetched.
+     */
+    split_load(L, LAY_XH, key->p);
+    TRY(wide_mul(L, LAY_NACC));
+    uint32_t borrow;
+    if (L == 64u) {
+        TRY(pka_exec(PKA_SUB, WIDE, LAY_ACC, LAY_NACC, 0, LAY_XH));
+        pka_write(LAY_CW, pka_carry());
+        TRY(pka_exec(PKA_SUB, WIDE, LAY_ACC + WIDE, LAY_NACC + WIDE, 0, LAY_XH + WIDE));
+        borrow = pka_carry();
+        TRY(pka_exec(PKA_SUB, WIDE, LAY_XH + WIDE, LAY_CW, 0, LAY_XH + WIDE));
+        borrow |= pka_carry();
+    } else {
+        TRY(pka_exec(PKA_SUB, WIDE, LAY_ACC, LAY_NACC, 0, LAY_XH));
+        borrow = pka_carry();
+    }
+    uint32_t take_m = 0u - borrow;              /* all ones: M < N, keep M */
+    for (uint32_t i = 0; i < 2u * L; i++) {
+        uint32_t w = (pka_read(LAY_ACC + i) & take_m) | (pka_read(LAY_XH + i) & ~take_m);
+        uint8_t *o = out + 4u * (2u * L - 1u - i);
+        o[0] = (uint8_t)(w >> 24);
+        o[1] = (uint8_t)(w >> 16);
+        o[2] = (uint8_t)(w >> 8);
+        o[3] = (uint8_t)w;
+    }
+#else
+    /*
+     * No equation (3): S_q < q and h < p (the PKA's modular results are fully
+     * reduced), so M = S_q + h q <= (q - 1) + (p - 1) q = N - 1 < N always.
+     */
+    pka_fetch_be(LAY_ACC, out, 2u * L);
+#endif
+    return RSA_OK;
+}
