@@ -2,7 +2,8 @@
 
 Interface
   MMIO window  base + 0x000-0x03F: registers (CR, SR, CLRFR, LEN, APTR, BPTR, NPTR,
-               RPTR, CARRY, LASTCYC); base + 0x040-0x3FF reserved (reads 0, logged);
+               RPTR, CARRY, LASTCYC, and the capability registers MAXLEN and RAMSIZE);
+               base + 0x040-0x3FF reserved (reads 0, logged);
                base + 0x400: PKA RAM, ``ram_size`` bytes. Word accesses only: any other
                size is logged on ``pkasim.guest`` and ignored (reads 0).
   IRQ output   one line, pulsed when a flag (PROCENDF, RAMERRF, ADDRERRF, OPERRF)
@@ -54,6 +55,8 @@ class Reg(IntEnum):
     RPTR = 0x1C
     CARRY = 0x20
     LASTCYC = 0x24
+    MAXLEN = 0x28  # capability: max_words, the multiplier's widest LEN
+    RAMSIZE = 0x2C  # capability: PKA RAM size in words (ram_size / 4)
 
 
 REG_WINDOW = 0x40  # registers; 0x40-0x3FF reserved
@@ -90,7 +93,7 @@ class RegSpec(NamedTuple):
     """One register as data: access kind, reset value and its fields (docs/pka.md)."""
 
     access: str  # "RW", "RO" or "W1C"
-    reset: int
+    reset: int  # for the capability registers, replaced by the chip's value (CAPABILITIES)
     fields: str
 
 
@@ -105,6 +108,15 @@ REGISTERS: dict[Reg, RegSpec] = {
     Reg.RPTR: RegSpec("RW", 0, "byte offset of R"),
     Reg.CARRY: RegSpec("RO", 0, "carry (ADD) or borrow (SUB) of the last operation [0]"),
     Reg.LASTCYC: RegSpec("RO", 0, "busy cycles of the last operation"),
+    Reg.MAXLEN: RegSpec("RO", 0, "largest LEN the engine accepts: max_words"),
+    Reg.RAMSIZE: RegSpec("RO", 0, "PKA RAM size in words: ram_size / 4"),
+}
+# Read-only registers that describe the chip, not the last operation: their value comes
+# from the chip description (a driver reads them to learn the multiplier's width and
+# the RAM it may use), and a reset leaves them at it.
+CAPABILITIES: dict[Reg, Callable[[Pka], int]] = {
+    Reg.MAXLEN: lambda pka: pka.max_words,
+    Reg.RAMSIZE: lambda pka: pka.ram_size // 4,
 }
 OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
 
@@ -240,6 +252,7 @@ class Pka(Peripheral):
         self._event = None
         self._pending = None
         self.regs = {reg: spec.reset for reg, spec in REGISTERS.items()}
+        self.regs.update({reg: value(self) for reg, value in CAPABILITIES.items()})
         self.flags = 0  # SR flag bits (BUSY is derived from _pending)
         self._irq_sources = 0  # flag & enable bits at the last _update_irq()
         self.ram[:] = bytes(self.ram_size)

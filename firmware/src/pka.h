@@ -13,7 +13,10 @@
 #include "cmsis_min.h"
 
 /* The PKA of the default chip, from configs/ciu98320b.yaml (peripherals.pka):
- * base, irq, ram_size and max_words. Change them with the chip description. */
+ * base, irq, ram_size and max_words. Change them with the chip description.
+ * PKA_RAM_BYTES and PKA_MAX_WORDS are what the code is built for (checked at build
+ * time); the chip the firmware runs on reports its own values in MAXLEN and RAMSIZE
+ * (pka_max_words(), pka_ram_words()), which may be larger (configs/native4096.yaml). */
 #define PKA_BASE        0x40010000u
 #define PKA_IRQ         5u                          /* NVIC line */
 #define PKA_IRQHandler  IRQ5_Handler                /* the vector of line PKA_IRQ */
@@ -34,6 +37,8 @@
 #define PKA_RPTR    REG32(PKA_BASE + 0x1Cu)
 #define PKA_CARRY   REG32(PKA_BASE + 0x20u)
 #define PKA_LASTCYC REG32(PKA_BASE + 0x24u)
+#define PKA_MAXLEN  REG32(PKA_BASE + 0x28u)     /* RO: max_words, the largest LEN */
+#define PKA_RAMSIZE REG32(PKA_BASE + 0x2Cu)     /* RO: PKA RAM size in words */
 #define PKA_RAM     ((volatile uint32_t *)(uintptr_t)PKA_RAM_BASE)
 
 #define PKA_CR_EN          (1u << 0)
@@ -77,6 +82,11 @@ int pka_exec(uint32_t op, uint32_t len, uint32_t a, uint32_t b, uint32_t n, uint
  * is a bus access, and a call into the device model in the emulator. */
 void pka_config(uint32_t len, uint32_t n);
 int pka_run(uint32_t op, uint32_t a, uint32_t b, uint32_t r);
+
+/* The chip's capabilities (docs/pka.md): the largest LEN its multiplier takes, in
+ * words (64 = 2048 bits on the default chip), and its PKA RAM in words. */
+static inline uint32_t pka_max_words(void) { return PKA_MAXLEN; }
+static inline uint32_t pka_ram_words(void) { return PKA_RAMSIZE; }
 
 /* CARRY of the last ADD/SUB (0 or 1). */
 static inline uint32_t pka_carry(void) { return PKA_CARRY & 1u; }

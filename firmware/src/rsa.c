@@ -14,8 +14,13 @@
  *   RSA_OPTIMIZED=1  the optimized variant (xrsa_opt.elf): R^2 by squaring the
  *                    Montgomery form of 2, and the other savings of docs/xrsa.md.
  *
+ * On a PKA whose multiplier takes 4096-bit operands (MAXLEN >= 128, e.g.
+ * configs/native4096.yaml) RSA-4096's step 4 and equation 3 use it natively: h*q and
+ * p*q are one LEN-128 MONTMUL each instead of Table II (docs/xrsa.md, "A chip with a
+ * native 4096-bit multiplier"). The exponentiations stay at LEN 64 on any chip.
+ *
  * Constant time: the sequence of PKA operations, their lengths and the CPU's
- * instructions depend on nbits only. The exponent bit picks the result pointer of
+ * instructions depend on nbits (and the chip's MAXLEN and RAMSIZE) only. The exponent bit picks the result pointer of
  * Algorithm 3's multiplication (y or the dummy) with a mask, not a branch; the
  * PKA's busy time depends on the operation and LEN only (docs/pka.md).
  */
@@ -37,11 +42,17 @@ const char rsa_variant[] = "paper";
 LAY_CHECK_FITS;
 LAY_CHECK_EXP;
 LAY_CHECK_M;
+LAY_CHECK_NAT;
 _Static_assert(LAY_RAM_WORDS <= PKA_RAM_WORDS, "the RSA layout needs more PKA RAM than the chip has");
 _Static_assert(LAY_P_LEN >= PKA_MAX_WORDS && LAY_MOD1_LEN == 64, "a slot holds a 2048-bit operand");
 
 #define WIDE 64u            /* LEN of the products modulo 2^2048 - 1 */
 #define HALF 32u            /* 1024 bits */
+#define NATIVE 128u         /* LEN of the products modulo 2^4096 - 1 on a 4096-bit multiplier */
+
+_Static_assert(LAY_NAT_MOD_LEN == NATIVE && LAY_NAT_X_LEN == NATIVE && LAY_NAT_Y_LEN == NATIVE &&
+               LAY_NAT_ACC_LEN == NATIVE && LAY_NAT_N_LEN == NATIVE && LAY_Y_LEN == WIDE,
+               "native regions hold 4096-bit operands");
 
 #define TRY(call) do { int rc_ = (call); if (rc_ < 0) return rc_; } while (0)
 
@@ -211,6 +222,84 @@ static int add_low(uint32_t L, uint32_t acc, uint32_t src)
     return pka_carry() ? RSA_ERR_CARRY : RSA_OK;
 }
 
+/*
+ * Whether RSA-4096 can use the multiplier natively: it takes LEN 128 (MAXLEN) and
+ * PKA RAM holds the native layout (RAMSIZE). Depends on the chip only, never on the key.
+ */
+static int native4096(void)
+{
+    return pka_max_words() >= NATIVE && pka_ram_words() >= LAY_NAT_RAM_WORDS;
+}
+
+/* A 2048-bit key field (big-endian, 256 bytes) zero-extended to 128 words at dst. */
+static void native_load(uint32_t dst, const uint8_t *be)
+{
+    pka_load_be(dst, be, WIDE);
+    pka_fill(dst + WIDE, 0, WIDE);
+}
+
+/* NAT_MOD = 2^4096 - 1 and q in NAT_Y, for x (x) q with any x < 2^2048 in NAT_X. */
+static void native_setup(const uint8_t *q)
+{
+    pka_fill(LAY_NAT_MOD, 0xFFFFFFFFu, NATIVE);
+    native_load(LAY_NAT_Y, q);
+}
+
+/*
+ * dst = x * q, x in NAT_X and q in NAT_Y (both < 2^2048), as ONE MONTMUL at LEN 128:
+ * with N = 2^4096 - 1, R = 2^4096 = 1 mod N, so a (x) b = a*b mod N = a*b, as
+ * a*b <= (2^2048 - 1)^2 < N. The same trick as Table II's, without the split.
+ */
+static int native_mul(uint32_t dst)
+{
+    return mont(NATIVE, LAY_NAT_X, LAY_NAT_Y, LAY_NAT_MOD, dst);
+}
+
+#if !RSA_OPTIMIZED
+/* Equation (3)'s result to out (big-endian): M at m if borrow (M < N), else D at d.
+ * Constant time: the borrow becomes a mask, both words are read every time. */
+static inline __attribute__((always_inline)) void fetch_select(uint32_t m, uint32_t d, uint32_t borrow, uint8_t *out, uint32_t words)
+{
+    uint32_t take_m = 0u - borrow;              /* all ones: M < N, keep M */
+
+    for (uint32_t i = 0; i < words; i++) {
+        uint32_t w = (pka_read(m + i) & take_m) | (pka_read(d + i) & ~take_m);
+        uint8_t *o = out + 4u * (words - 1u - i);
+        o[0] = (uint8_t)(w >> 24);
+        o[1] = (uint8_t)(w >> 16);
+        o[2] = (uint8_t)(w >> 8);
+        o[3] = (uint8_t)w;
+    }
+}
+#endif
+
+/*
+ * Step 4 and equation (3) of RSA-4096 on a 4096-bit multiplier, from h in Y and S_q
+ * in SQ: M = h*q + S_q is one LEN-128 MONTMUL and one LEN-128 ADD (no carries to
+ * propagate: h*q + S_q < N < 2^4096). The paper variant computes N = p*q the same
+ * way (one MONTMUL) and D = M - N with one LEN-128 SUB, whose borrow picks M or D.
+ */
+static int native_recombine(const rsa_key_t *key, uint8_t *out)
+{
+    pka_copy(LAY_NAT_X, LAY_Y, WIDE);                           /* h, zero-extended */
+    pka_fill(LAY_NAT_X + WIDE, 0, WIDE);
+    native_setup(key->q);
+    TRY(native_mul(LAY_NAT_ACC));                               /* h*q */
+    pka_fill(LAY_NAT_SQ + WIDE, 0, WIDE);                       /* S_q, zero-extended */
+    TRY(pka_exec(PKA_ADD, NATIVE, LAY_NAT_ACC, LAY_NAT_SQ, 0, LAY_NAT_ACC));
+    if (pka_carry())
+        return RSA_ERR_CARRY;
+#if !RSA_OPTIMIZED
+    native_load(LAY_NAT_X, key->p);
+    TRY(native_mul(LAY_NAT_N));                                 /* N = p*q */
+    TRY(pka_exec(PKA_SUB, NATIVE, LAY_NAT_ACC, LAY_NAT_N, 0, LAY_NAT_X));  /* D = M - N */
+    fetch_select(LAY_NAT_ACC, LAY_NAT_X, pka_carry(), out, NATIVE);
+#else
+    pka_fetch_be(LAY_NAT_ACC, out, NATIVE);                     /* M < N always */
+#endif
+    return RSA_OK;
+}
+
 int rsa_get_public_key(rsa_key_t *key, uint8_t *n)
 {
     uint32_t L = prime_words(key->nbits);
@@ -218,6 +307,13 @@ int rsa_get_public_key(rsa_key_t *key, uint8_t *n)
     if (!L)
         return RSA_ERR_NBITS;
     pka_init();
+    if (L == 64u && native4096()) {                             /* one LEN-128 product */
+        native_load(LAY_NAT_X, key->p);
+        native_setup(key->q);
+        TRY(native_mul(LAY_NAT_N));
+        pka_fetch_be(LAY_NAT_N, n, NATIVE);
+        return RSA_OK;
+    }
     wide_setup();
     split_load(L, LAY_XH, key->p);
     split_load(L, LAY_YQ, key->q);
@@ -258,6 +354,10 @@ int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
     TRY(mont(L, LAY_T, LAY_DUM, LAY_P, LAY_Y));                 /* h */
 #endif
 
+    /* Step 4 (and equation 3) natively on a 4096-bit multiplier, if the chip has one. */
+    if (L == 64u && native4096())
+        return native_recombine(key, out);
+
     /* Step 4: M = S_q + h*q, 2L words in ACC. */
     split_copy(L, LAY_XH, LAY_Y);
     wide_setup();
@@ -285,15 +385,7 @@ int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
         TRY(pka_exec(PKA_SUB, WIDE, LAY_ACC, LAY_NACC, 0, LAY_XH));
         borrow = pka_carry();
     }
-    uint32_t take_m = 0u - borrow;              /* all ones: M < N, keep M */
-    for (uint32_t i = 0; i < 2u * L; i++) {
-        uint32_t w = (pka_read(LAY_ACC + i) & take_m) | (pka_read(LAY_XH + i) & ~take_m);
-        uint8_t *o = out + 4u * (2u * L - 1u - i);
-        o[0] = (uint8_t)(w >> 24);
-        o[1] = (uint8_t)(w >> 16);
-        o[2] = (uint8_t)(w >> 8);
-        o[3] = (uint8_t)w;
-    }
+    fetch_select(LAY_ACC, LAY_XH, borrow, out, 2u * L);
 #else
     /*
      * No equation (3): S_q < q and h < p (the PKA's modular results are fully

@@ -51,14 +51,17 @@ _Static_assert(offsetof(rsa_key_t, e) == 4 && offsetof(rsa_key_t, p) == 8 &&
 /*
  * n = p * q, nbits/8 bytes big-endian. Computed on the multiplier with the modulus
  * 2^2048 - 1 (Table II of the paper: four 1024x1024-bit products for RSA-4096, one
- * for RSA-2048).
+ * for RSA-2048); for RSA-4096 on a PKA with MAXLEN >= 128, one LEN-128 product
+ * modulo 2^4096 - 1.
  */
 int rsa_get_public_key(rsa_key_t *key, uint8_t *n);
 
 /*
  * out = in^d mod n (sign or decrypt), in and out nbits/8 bytes big-endian; in may
  * equal out. Any input below 2^nbits is accepted (an input >= n gives
- * (in mod n)^d mod n). Runs in a time that depends on nbits only.
+ * (in mod n)^d mod n). Runs in a time that depends on nbits (and the chip) only.
+ * RSA-4096 uses a 4096-bit multiplier natively for step 4 and equation 3 when the
+ * PKA reports one (MAXLEN >= 128, docs/xrsa.md).
  */
 int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out);
 

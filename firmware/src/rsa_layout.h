@@ -52,16 +52,43 @@
 #define LAY_NACC      640       /* N = p*q (paper variant: equation 3; rsa_get_public_key) */
 #define LAY_NACC_LEN  128
 
+/* ---- Step 4 and equation (3) on a 4096-bit multiplier (MAXLEN >= 128) ------
+ * rsa.c takes this path for RSA-4096 when the PKA reports MAXLEN >= 128 and
+ * RAMSIZE >= LAY_NAT_RAM_WORDS (configs/native4096.yaml; docs/xrsa.md, "A chip with a
+ * native 4096-bit multiplier"): one LEN-128 MONTMUL modulo 2^4096 - 1 makes h*q (and
+ * p*q) whole. The exponentiation before it keeps the layout above (LEN 64). Every
+ * region is 128 words; the layout needs no more than the 3 KiB above, so any chip
+ * that can run the exponentiation has room for it. */
+#define LAY_NAT_RAM_WORDS 768   /* PKA RAM the native path needs (checked against RAMSIZE) */
+#define LAY_NAT_MOD      0      /* 2^4096 - 1 */
+#define LAY_NAT_MOD_LEN  128
+#define LAY_NAT_N        128    /* N = p*q (paper variant; rsa_get_public_key); Y is dead by then */
+#define LAY_NAT_N_LEN    128
+#define LAY_NAT_X        256    /* h zero-extended (copied from Y), then p; at the end D = M - N */
+#define LAY_NAT_X_LEN    128
+#define LAY_NAT_Y        384    /* q zero-extended */
+#define LAY_NAT_Y_LEN    128
+#define LAY_NAT_ACC      512    /* M = S_q + h*q */
+#define LAY_NAT_ACC_LEN  128
+#define LAY_NAT_SQ       640    /* S_q zero-extended: SQ above, its top 64 words zeroed */
+#define LAY_NAT_SQ_LEN   128
+
 /* Regions live together, phase by phase. */
 #define LAY_PHASE_EXP   "P RR T Y DUM ONE SQ"              /* Algorithms 2 and 3, step 3 */
 #define LAY_PHASE_SPLIT "Y XH"                             /* h copied from Y into XH */
 #define LAY_PHASE_M     "MOD1 T2 T3 CW XH YQ ACC SQ"       /* M = S_q + h*q */
 #define LAY_PHASE_N     "MOD1 T2 T3 CW XH YQ ACC NACC"     /* N = p*q next to M */
 #define LAY_PHASE_D     "CW XH ACC NACC"                   /* D = M - N into XH */
+/* The native path (MAXLEN >= 128) instead of SPLIT, M, N and D: */
+#define LAY_PHASE_NAT_SPLIT "Y SQ NAT_MOD NAT_X NAT_Y"          /* h from Y into NAT_X; 2^4096 - 1, q */
+#define LAY_PHASE_NAT_M     "NAT_MOD NAT_X NAT_Y NAT_ACC NAT_SQ" /* M = h*q + S_q */
+#define LAY_PHASE_NAT_N     "NAT_MOD NAT_X NAT_Y NAT_ACC NAT_N"  /* N = p*q next to M */
+#define LAY_PHASE_NAT_D     "NAT_X NAT_ACC NAT_N"               /* D = M - N into NAT_X */
 
 /* ---- Build-time checks (used by rsa.c) ------------------------------------- */
 #define LAY_END(r)          (LAY_##r + LAY_##r##_LEN)
 #define LAY_FITS(r)         (LAY_END(r) <= LAY_RAM_WORDS)
+#define LAY_NAT_FITS(r)     (LAY_END(r) <= LAY_NAT_RAM_WORDS)
 #define LAY_APART(a, b)     (LAY_END(a) <= LAY_##b || LAY_END(b) <= LAY_##a)
 
 #define LAY_CHECK_FITS                                                          \
@@ -101,5 +128,27 @@
                    LAY_APART(YQ, ACC) && LAY_APART(YQ, SQ) && LAY_APART(YQ, NACC) && \
                    LAY_APART(ACC, SQ) && LAY_APART(ACC, NACC),                   \
                    "PKA RAM layout: step 4 regions overlap")
+
+#define LAY_CHECK_NAT                                                           \
+    _Static_assert(LAY_NAT_FITS(NAT_MOD) && LAY_NAT_FITS(NAT_N) &&               \
+                   LAY_NAT_FITS(NAT_X) && LAY_NAT_FITS(NAT_Y) &&                 \
+                   LAY_NAT_FITS(NAT_ACC) && LAY_NAT_FITS(NAT_SQ) &&              \
+                   LAY_NAT_FITS(Y) && LAY_NAT_FITS(SQ),                          \
+                   "a native-path region runs past LAY_NAT_RAM_WORDS");          \
+    _Static_assert(LAY_APART(Y, SQ) && LAY_APART(Y, NAT_MOD) &&                  \
+                   LAY_APART(Y, NAT_X) && LAY_APART(Y, NAT_Y) &&                 \
+                   LAY_APART(SQ, NAT_MOD) && LAY_APART(SQ, NAT_X) &&             \
+                   LAY_APART(SQ, NAT_Y) &&                                       \
+                   LAY_APART(NAT_MOD, NAT_X) && LAY_APART(NAT_MOD, NAT_Y) &&     \
+                   LAY_APART(NAT_MOD, NAT_ACC) && LAY_APART(NAT_MOD, NAT_SQ) &&  \
+                   LAY_APART(NAT_MOD, NAT_N) &&                                  \
+                   LAY_APART(NAT_X, NAT_Y) && LAY_APART(NAT_X, NAT_ACC) &&       \
+                   LAY_APART(NAT_X, NAT_SQ) && LAY_APART(NAT_X, NAT_N) &&        \
+                   LAY_APART(NAT_Y, NAT_ACC) && LAY_APART(NAT_Y, NAT_SQ) &&      \
+                   LAY_APART(NAT_Y, NAT_N) &&                                    \
+                   LAY_APART(NAT_ACC, NAT_SQ) && LAY_APART(NAT_ACC, NAT_N),      \
+                   "PKA RAM layout: native-path regions overlap");               \
+    _Static_assert(LAY_NAT_SQ == LAY_SQ && LAY_NAT_SQ_LEN == 2 * LAY_SQ_LEN,     \
+                   "NAT_SQ is SQ zero-extended in place")
 
 #endif
