@@ -31,8 +31,8 @@ def bench_chart(results: list, path: str | Path) -> None:
             left.text(j.ops_per_second * 1.05, y, f"{j.ops_per_second:.3g}/s", va="center", fontsize="small")
         busy = [100 * j.pka_busy_share for j in res.jobs]
         cpu = [100 * j.cpu_only_share for j in res.jobs]
-        right.barh(ys, busy, height=height, color=f"C{k}", alpha=0.9, label=f"PKA busy, {name}")
-        right.barh(ys, cpu, left=busy, height=height, color=f"C{k}", alpha=0.35, hatch="//", label=f"CPU only, {name}")
+        right.barh(ys, busy, height=height, color=f"C{k}", alpha=0.9)
+        right.barh(ys, cpu, left=busy, height=height, color=f"C{k}", alpha=0.35, hatch="//")
         for y, j in zip(ys, res.jobs):
             right.text(101, y, f"{j.modeled_ms:,.1f} ms", va="center", fontsize="small")
     centre = [i + (len(results) - 1) * height / 2 for i in range(len(labels))]
@@ -51,9 +51,12 @@ def bench_chart(results: list, path: str | Path) -> None:
     right.set_xticks([0, 25, 50, 75, 100])
     right.set_xlabel("share of the operation's time, % (modeled time at the right)")
     right.set_title("Where the time goes")
-    left.legend(loc="lower right", fontsize="small")
-    right.legend(loc="lower right", fontsize="small")
+    from matplotlib.patches import Patch
+
+    fig.legend(*left.get_legend_handles_labels(), loc="lower left", fontsize="small", ncol=1, frameon=False)
+    fig.legend(handles=[Patch(color="0.4", label="PKA busy"), Patch(facecolor="0.85", hatch="//", label="CPU only")],
+               loc="lower right", fontsize="small", frameon=False)
     fig.suptitle("pkasim bench: RSA private-key operations (cycle-exact model)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03 + 0.025 * len(results), 1, 0.97))
     fig.savefig(path)
     plt.close(fig)
