@@ -19,6 +19,8 @@ demo: setup firmware
 	$(VENV)/bin/pkasim run firmware/build/systick.elf --config $(CONFIG)
 	@echo "== xrsa: an RSA-4096 signature on the 2048-bit Montgomery multiplier (xRSA, paper variant)"
 	$(VENV)/bin/pkasim run firmware/build/xrsa.elf --config $(CONFIG)
+	@echo "== bench: RSA-2048 vs RSA-4096 (xRSA) vs software on this chip"
+	$(VENV)/bin/pkasim bench --config $(CONFIG)
 
 test: setup firmware
 	$(VENV)/bin/ruff check .

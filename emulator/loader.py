@@ -166,10 +166,10 @@ def _regions(config: ChipConfig) -> str:
     return ", ".join(f"{r.name} 0x{r.base:08x}-0x{r.end:08x}" for r in config.memory.values())
 
 
-def _symbols(elf: ELFFile, name: str) -> tuple[dict[str, Symbol], list[Symbol], list[tuple[int, str]]]:
+def _symbols(elf: ELFFile, name: str) -> tuple[dict[str, Symbol], list[Symbol], list[tuple[int, int, str]]]:
     symbols: dict[str, Symbol] = {}
     funcs: list[Symbol] = []
-    mapping: list[tuple[int, str]] = []
+    mapping: list[tuple[int, int, str]] = []  # (section index, address, "$t" or "$d")
     symtab = elf.get_section_by_name(".symtab")
     if symtab is None:
         return symbols, funcs, mapping  # stripped: reports show addresses only
@@ -179,7 +179,10 @@ def _symbols(elf: ELFFile, name: str) -> tuple[dict[str, Symbol], list[Symbol], 
         name = sym.name
         stype = sym["st_info"]["type"]
         if name in ("$t", "$d", "$a") or name.startswith(("$t.", "$d.")):
-            mapping.append((sym["st_value"], name[:2]))
+            # Mapping symbols mark code and data inside their own section only (a $d of
+            # a debug section has an address that may fall inside .text).
+            if isinstance(sym["st_shndx"], int):
+                mapping.append((sym["st_shndx"], sym["st_value"], name[:2]))
             continue
         if not name or stype not in ("STT_FUNC", "STT_OBJECT", "STT_NOTYPE") or sym["st_shndx"] == "SHN_UNDEF":
             continue
@@ -196,15 +199,15 @@ def _symbols(elf: ELFFile, name: str) -> tuple[dict[str, Symbol], list[Symbol], 
     return symbols, funcs, mapping
 
 
-def _code_ranges(elf: ELFFile, mapping: list[tuple[int, str]]) -> list[tuple[int, bytes]]:
-    """Executable section bytes split at $d mapping symbols (literal pools, tables)."""
+def _code_ranges(elf: ELFFile, mapping: list[tuple[int, int, str]]) -> list[tuple[int, bytes]]:
+    """Executable section bytes split at their own $d mapping symbols (literal pools, tables)."""
     ranges: list[tuple[int, bytes]] = []
-    for sec in elf.iter_sections():
+    for index, sec in enumerate(elf.iter_sections()):
         if not sec["sh_flags"] & SH_FLAGS.SHF_EXECINSTR or sec["sh_type"] != "SHT_PROGBITS":
             continue
         start, data = sec["sh_addr"], sec.data()
         end = start + len(data)
-        marks = [(a, k) for a, k in mapping if start <= a < end]
+        marks = [(a, k) for i, a, k in mapping if i == index and start <= a < end]
         if not marks or marks[0][0] != start:
             marks.insert(0, (start, "$t"))
         for (a, kind), nxt in zip(marks, marks[1:] + [(end, "")]):

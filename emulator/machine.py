@@ -1118,11 +1118,15 @@ class Machine:
         for i, value in enumerate(args):
             self._wr(REG_IDS[i], value & 0xFFFFFFFF)
         self._wr(A.UC_ARM_REG_LR, CALL_RETURN | 1)
-        # Leave a caller's frame below SP, as a real caller would have one.
-        self._wr(A.UC_ARM_REG_SP, (self.reg("sp") - CALL_FRAME) & ~7)
+        # Leave a caller's frame below SP, as a real caller would have one; SP comes
+        # back to where it was, so calls can follow one another.
+        sp = self.reg("sp")
+        self._wr(A.UC_ARM_REG_SP, (sp - CALL_FRAME) & ~7)
         self.set_reg("pc", addr)
         before = self.cycles
         result = self.run(max_cycles=max_cycles)
+        if result.reason == StopReason.RETURNED:
+            self._wr(A.UC_ARM_REG_SP, sp)
         if result.reason != StopReason.RETURNED:
             raise UsageError(f"call of {self.describe(addr)} did not return: {result.message or result.reason.value}")
         return self.cycles - before

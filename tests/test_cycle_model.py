@@ -138,3 +138,12 @@ def test_peripheral_access_is_seen_at_the_cycle_its_instruction_starts(make_mach
     m.run(until="main", max_cycles=10**5)
     m.call("systick_probe")
     assert m.reg("r0") == 0xFFFFFF - 11
+
+
+def test_calls_can_follow_one_another_without_growing_the_stack(bench_machines):
+    m = bench_machines[1]
+    m.reset()
+    sp = m.reg("sp")
+    for _ in range(50):
+        m.call("bench_push_pop")
+    assert m.reg("sp") == sp

@@ -58,3 +58,15 @@ def test_gcc_built_microbenchmarks_cost_the_same(gcc_build, make_machine, repo):
         if fields:
             m.reset()
             assert m.call(fields[0]) == int(fields[1]), fields[0]
+
+
+@pytest.mark.parametrize("image,output", [
+    ("xrsa_opt", b"signature OK"),
+    ("rsa_soft", b"signature OK"),
+])
+def test_gcc_built_rsa_images_sign_the_demo_message(gcc_build, make_machine, image, output):
+    m = make_machine()
+    m.load(gcc_build / f"{image}.elf")
+    r = m.run(max_cycles=10**11)
+    assert r.reason == StopReason.EXIT and r.exit_code == 0
+    assert output in m.stdout.getvalue()
