@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include "cmsis_min.h"
 #include "semihost.h"
+#include "stopwatch.h"
 #include "bn.h"
 #include "demo_key.h"
 
@@ -58,13 +59,8 @@ DATA(rsa_op) uint32_t rsa_op = 0;
 DATA(rsa_check) uint32_t rsa_check = 1;
 DATA(rsa_status) int32_t rsa_status = -100;
 DATA(rsa_ms) uint32_t rsa_ms = 0;
-/* The core clock SysTick counts (CMSIS's SystemCoreClock): 48 MHz on the CIU98320B.
- * A harness running the image on another clock sets it (pkasim bench does). */
-DATA(core_clock_hz) uint32_t core_clock_hz = 48000000u;
 
 uint32_t rsa_montmuls;
-
-static volatile uint32_t ticks;
 
 __attribute__((noinline)) int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
 {
@@ -76,21 +72,6 @@ __attribute__((noinline)) int rsa_get_public_key(rsa_key_t *key, uint8_t *n)
     return soft_rsa_get_public_key(key, n);
 }
 
-void SysTick_Handler(void)
-{
-    ticks++;
-}
-
-static void print_i32(int32_t v)
-{
-    if (v < 0) {
-        sh_putc('-');
-        sh_print_u32(0u - (uint32_t)v);
-    } else {
-        sh_print_u32((uint32_t)v);
-    }
-}
-
 int main(void)
 {
     uint32_t op = rsa_op;
@@ -99,12 +80,7 @@ int main(void)
     if (nbytes > sizeof rsa_output)
         nbytes = sizeof rsa_output;
 
-    /* SysTick at 1 ms from the core clock, as the paper measured (IV-B). */
-    ticks = 0;
-    SYST_CSR = 0;
-    SYST_RVR = core_clock_hz / 1000u - 1u;
-    SYST_CVR = 0;
-    SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
+    stopwatch_start();  /* SysTick at 1 ms from the core clock, as the paper measured (IV-B) */
 
     bn_montmul_count = 0;
     int status;
@@ -118,8 +94,7 @@ int main(void)
     else
         status = -100;
 
-    SYST_CSR = 0;
-    rsa_ms = ticks;
+    rsa_ms = stopwatch_stop();
     rsa_montmuls = bn_montmul_count;
     rsa_status = status;
 
@@ -131,7 +106,7 @@ int main(void)
     int code = 0;
     if (status != 0) {
         sh_puts("error ");
-        print_i32(status);
+        sh_print_i32(status);
         code = 2;
     } else if (rsa_check && op != 2) {
         uint8_t diff = 0;

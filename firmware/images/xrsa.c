@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include "cmsis_min.h"
 #include "semihost.h"
+#include "stopwatch.h"
 #include "rsa.h"
 #include "demo_key.h"
 
@@ -47,26 +48,6 @@ DATA(rsa_op) uint32_t rsa_op = 0;
 DATA(rsa_check) uint32_t rsa_check = 1;
 DATA(rsa_status) int32_t rsa_status = -100;
 DATA(rsa_ms) uint32_t rsa_ms = 0;
-/* The core clock SysTick counts (CMSIS's SystemCoreClock): 48 MHz on the CIU98320B.
- * A harness running the image on another clock sets it (pkasim bench does). */
-DATA(core_clock_hz) uint32_t core_clock_hz = 48000000u;
-
-static volatile uint32_t ticks;
-
-void SysTick_Handler(void)
-{
-    ticks++;
-}
-
-static void print_i32(int32_t v)
-{
-    if (v < 0) {
-        sh_putc('-');
-        sh_print_u32(0u - (uint32_t)v);
-    } else {
-        sh_print_u32((uint32_t)v);
-    }
-}
 
 int main(void)
 {
@@ -76,12 +57,7 @@ int main(void)
     if (nbytes > sizeof rsa_output)
         nbytes = sizeof rsa_output;
 
-    /* SysTick at 1 ms from the core clock, as the paper measured (IV-B). */
-    ticks = 0;
-    SYST_CSR = 0;
-    SYST_RVR = core_clock_hz / 1000u - 1u;
-    SYST_CVR = 0;
-    SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_TICKINT | SYST_CSR_CLKSOURCE;
+    stopwatch_start();  /* SysTick at 1 ms from the core clock, as the paper measured (IV-B) */
 
     int status;
     if (op == 0)
@@ -91,8 +67,7 @@ int main(void)
     else
         status = -100;
 
-    SYST_CSR = 0;
-    rsa_ms = ticks;
+    rsa_ms = stopwatch_stop();
     rsa_status = status;
 
     sh_puts("xRSA RSA-");
@@ -104,7 +79,7 @@ int main(void)
     int code = 0;
     if (status != 0) {
         sh_puts("error ");
-        print_i32(status);
+        sh_print_i32(status);
         code = 2;
     } else if (rsa_check) {
         uint8_t diff = 0;

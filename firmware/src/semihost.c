@@ -61,3 +61,13 @@ void sh_exit(int code)
     for (;;)
         __asm__ volatile("" ::: "memory");
 }
+
+void sh_print_i32(int32_t v)
+{
+    if (v < 0) {
+        sh_putc('-');
+        sh_print_u32(0u - (uint32_t)v);
+    } else {
+        sh_print_u32((uint32_t)v);
+    }
+}

@@ -27,6 +27,7 @@ void sh_putc(char c);                               /* SYS_WRITEC */
 void sh_puts(const char *s);                        /* SYS_WRITE0, no newline added */
 void sh_write(int fd, const void *buf, unsigned len); /* SYS_WRITE */
 void sh_print_u32(uint32_t v);                      /* decimal, no newline */
+void sh_print_i32(int32_t v);  /* signed decimal */
 void sh_print_hex(uint32_t v);                      /* "0x" + 8 hex digits, no newline */
 /* SYS_EXIT_EXTENDED {ADP_Stopped_ApplicationExit, code}; falls back to
  * SYS_EXIT if the host returns, then spins. */
