@@ -44,11 +44,12 @@ class RsaKey:
         """The reference result: m^d mod n."""
         return pow(m, self.d, self.n)
 
-    def pack(self) -> bytes:
-        """The 1288 bytes of rsa_key_t."""
+    def pack(self, nbits: int | None = None) -> bytes:
+        """The 1288 bytes of rsa_key_t; ``nbits`` overrides the size field only (to
+        test how firmware refuses a size)."""
         half = self.nbits // 16
         out = bytearray(KEY_SIZE)
-        out[0:2] = self.nbits.to_bytes(2, "little")
+        out[0:2] = (self.nbits if nbits is None else nbits).to_bytes(2, "little")
         out[4:8] = self.e.to_bytes(4, "big")
         values = {"p": self.p, "q": self.q, "dp": self.d % (self.p - 1), "dq": self.d % (self.q - 1),
                   "qinv": pow(self.q, -1, self.p)}

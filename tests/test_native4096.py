@@ -15,7 +15,6 @@ import functools
 import io
 import random
 import re
-import struct
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -51,14 +50,6 @@ def keys() -> tuple[Key, ...]:
     return tuple(out)
 
 
-def pack_key(key: Key) -> bytes:
-    """rsa_key_t (firmware/src/rsa.h): each value big-endian in its first 256 bytes."""
-    out = struct.pack("<H2x", key.nbits) + key.e.to_bytes(4, "big")
-    out += b"".join(v.to_bytes(key.nbits // 16, "big").ljust(256, b"\0") for v in (key.p, key.q, key.dp, key.dq, key.qinv))
-    assert len(out) == 1288
-    return out
-
-
 @pytest.fixture(scope="module")
 def run(elf):
     """``run(config, image, key, msg=None, op=0)``: (output int, cycles, PKA stats)."""
@@ -69,7 +60,7 @@ def run(elf):
         if m is None:
             m = machines[(config.source, image)] = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
         m.load(elf(image))
-        m.write_symbol("rsa_input_key", pack_key(key))
+        m.write_symbol("rsa_input_key", key.pack())
         if msg is not None:
             m.write_symbol("rsa_input_msg", msg.to_bytes(key.nbits // 8, "big"))
         m.write_symbol("rsa_op", op.to_bytes(4, "little"))

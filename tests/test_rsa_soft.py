@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from emulator.machine import Machine, StopReason
+from emulator.rsakey import RsaKey as Key
 
 FULL = os.environ.get("PKASIM_FULL") == "1"
 KEYS_2048 = 20
@@ -45,33 +46,7 @@ MONTMUL, EXP_MOD, MOD_WIDE, RR, MUL, MUL_HLP, MUL_HLP_C, MONT_INIT, MUL_HLP_LL =
 SIZES_SMALL = (128, 192, 256, 320, 384, 512)
 
 
-# --------------------------------------------------------------------------- keys
-
-@dataclass(frozen=True)
-class Key:
-    nbits: int
-    e: int
-    p: int
-    q: int
-
-    @property
-    def n(self) -> int:
-        return self.p * self.q
-
-    @functools.cached_property
-    def d(self) -> int:
-        return pow(self.e, -1, (self.p - 1) * (self.q - 1))
-
-    def pack(self, nbits: int | None = None) -> bytes:
-        """rsa_key_t (firmware/src/rsa.h): each value big-endian in the first nbits/16
-        bytes of its 256-byte field; nbits at 0, e at 4, p q dp dq qinv from 8."""
-        half = self.nbits // 16
-        values = (self.p, self.q, self.d % (self.p - 1), self.d % (self.q - 1), pow(self.q, -1, self.p))
-        out = struct.pack("<H2x", self.nbits if nbits is None else nbits) + self.e.to_bytes(4, "big")
-        out += b"".join(v.to_bytes(half, "big").ljust(256, b"\0") for v in values)
-        assert len(out) == 1288
-        return out
-
+# --------------------------------------------------------------------------- keys (emulator.rsakey.RsaKey)
 
 @functools.cache
 def keys(nbits: int, count: int) -> tuple[Key, ...]:

@@ -19,7 +19,6 @@ import functools
 import io
 import random
 import re
-import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,20 +72,6 @@ def message(kind: str, key: Key, rng: random.Random) -> int:
     }[kind]()
 
 
-def pack_key(key: Key, nbits: int | None = None) -> bytes:
-    """rsa_key_t (firmware/src/rsa.h): each value big-endian in the first nbits/16 bytes."""
-    nbits = nbits or key.nbits
-    half = key.nbits // 16
-
-    def field(v: int) -> bytes:
-        return v.to_bytes(half, "big").ljust(256, b"\0")
-
-    out = struct.pack("<H2x", nbits) + key.e.to_bytes(4, "big")
-    out += b"".join(field(v) for v in (key.p, key.q, key.dp, key.dq, key.qinv))
-    assert len(out) == 1288
-    return out
-
-
 # --------------------------------------------------------------------------- running the firmware
 
 @dataclass
@@ -114,7 +99,7 @@ def fw(config, elf):
         m.load(elf(image))
         size = nbits or (key.nbits if key else 4096)
         if key is not None:
-            m.write_symbol("rsa_input_key", pack_key(key, nbits))
+            m.write_symbol("rsa_input_key", key.pack(nbits))
         if msg is not None:
             m.write_symbol("rsa_input_msg", msg.to_bytes(size // 8, "big"))
         if op:

@@ -71,6 +71,16 @@ class Key:
         lam = (self.p - 1) * (self.q - 1) // _gcd(self.p - 1, self.q - 1)
         return pow(self.e, -1, lam)
 
+    def pack(self, nbits: int | None = None) -> bytes:
+        """rsa_key_t (firmware/src/rsa.h): each value big-endian in the first nbits/16
+        bytes of its 256-byte field. ``nbits`` overrides the size field only (tests of
+        refused sizes); the CRT values stay the key's own."""
+        half = self.nbits // 16
+        out = (self.nbits if nbits is None else nbits).to_bytes(2, "little") + bytes(2) + self.e.to_bytes(4, "big")
+        out += b"".join(v.to_bytes(half, "big").ljust(256, b"\0") for v in (self.p, self.q, self.dp, self.dq, self.qinv))
+        assert len(out) == 1288
+        return out
+
 
 def _gcd(a: int, b: int) -> int:
     while b:
