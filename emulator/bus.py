@@ -1,0 +1,186 @@
+"""The bus: the memory map, MMIO dispatch to device models, and debug access.
+
+Memory regions come from the chip description; each device's register window is
+mapped in 1 KiB pages that dispatch by address to the device's ``read``/``write``.
+A device sees an access at the cycle its instruction starts (the core commits cycles
+per block; ``_access_offset`` finds the accessing instruction inside the block).
+Debug reads and writes (``read_memory``/``write_memory``) never have side effects.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from unicorn import UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError
+
+from peripherals.base import Peripheral
+
+from .config import ChipConfig, Region
+from .core import REG_IDS, Core, Now
+from .cycles import K_ACCESS
+from .errors import LoadError, UsageError
+
+guest_log = logging.getLogger("pkasim.guest")
+PAGE = 1024
+
+
+def region_protection(region: Region) -> int:
+    """Flash is read/execute (a store is a bus fault); the peripheral region is
+    execute-never; other writable memory is read/write/execute."""
+    if region.name == "flash":
+        return UC_PROT_READ | UC_PROT_EXEC
+    if 0x40000000 <= region.base < 0x60000000:
+        return UC_PROT_READ | UC_PROT_WRITE
+    return UC_PROT_ALL if region.writable else UC_PROT_READ | UC_PROT_EXEC
+
+
+class Bus:
+    """Memory and device windows of one chip, as the core and a debugger see them."""
+
+    def __init__(self, core: Core, config: ChipConfig, peripherals: dict[str, Peripheral], now: Now,
+                 on_code_write: Callable[[], None]) -> None:
+        self.core = core
+        self.config = config
+        self.peripherals = peripherals
+        self.now = now
+        self._on_code_write = on_code_write
+        self._mmio_key: tuple[int, int] | None = None
+        self._mmio_last = -1
+
+    def map(self) -> None:
+        uc = self.core.uc
+        for region in self.config.memory.values():
+            uc.mem_map(region.base, region.size, region_protection(region))
+        self._map_peripherals()
+
+    def _map_peripherals(self) -> None:
+        """Map each peripheral's 1 KiB pages once; dispatch by address inside."""
+        windows: dict[int, list[Peripheral]] = {}
+        for dev in self.peripherals.values():
+            for p in range(dev.base // PAGE, (dev.base + dev.size + PAGE - 1) // PAGE):
+                windows.setdefault(p, []).append(dev)
+        for region in self.config.memory.values():
+            for p in range(region.base // PAGE, region.end // PAGE):
+                if p in windows:
+                    raise LoadError(f"{self.config.source}: memory.{region.name} overlaps peripheral {windows[p][0].name}")
+        for p, devs in sorted(windows.items()):
+            base = p * PAGE
+            self.core.uc.mmio_map(base, PAGE, self._mmio_read, (base, devs), self._mmio_write, (base, devs))
+
+    # ------------------------------------------------------------------ guest accesses
+    @staticmethod
+    def _find_dev(devs: list[Peripheral], addr: int) -> Peripheral | None:
+        for dev in devs:
+            if dev.base <= addr < dev.base + dev.size:
+                return dev
+        return None
+
+    def _mmio_read(self, uc: Uc, offset: int, size: int, window: tuple[int, list[Peripheral]]) -> int:
+        base, devs = window
+        addr = base + offset
+        dev = self._find_dev(devs, addr)
+        if dev is None:
+            guest_log.warning("read of unassigned peripheral address 0x%08x (reads as zero)", addr)
+            return 0
+        self.now.offset = self._access_offset(addr)
+        try:
+            return dev.read(addr - dev.base, size) & ((1 << (8 * size)) - 1)
+        finally:
+            self.now.offset = 0
+
+    def _mmio_write(self, uc: Uc, offset: int, size: int, value: int, window: tuple[int, list[Peripheral]]) -> None:
+        base, devs = window
+        addr = base + offset
+        dev = self._find_dev(devs, addr)
+        if dev is None:
+            guest_log.warning("write of unassigned peripheral address 0x%08x (ignored)", addr)
+            return
+        self.now.offset = self._access_offset(addr)
+        try:
+            dev.write(addr - dev.base, size, value & ((1 << (8 * size)) - 1))
+        finally:
+            self.now.offset = 0
+
+    def _access_offset(self, addr: int) -> int:
+        """Cycles the current block spent before the instruction making this access.
+
+        The committed count stops at the block's start; peripherals should see the
+        cycle the accessing instruction starts. The instruction is found among the
+        block's register-addressed word/halfword accesses, in program order, as the
+        next one whose address (from the live registers) is ``addr``; anything else
+        is seen at the block's start (docs/cycle-model.md).
+        """
+        s = self.core.state
+        if not s.cur_valid:
+            return 0
+        key = (int(s.blocks), int(s.cur_start))
+        if key != self._mmio_key:
+            self._mmio_key, self._mmio_last = key, -1
+        t = self.core.tables
+        a, end, cost, index = s.cur_start, s.cur_end, 0, 0
+        regs: dict[int, int] = {}
+
+        def reg(n: int) -> int:
+            if n not in regs:
+                regs[n] = self.core.rd(REG_IDS[n])
+            return regs[n]
+
+        while a < end:
+            h = (a - t.base) >> 1
+            if not (0 <= h < t.halfwords) or not t.length[h]:
+                return 0
+            d = t.desc[h]
+            if index > self._mmio_last and d.kind == K_ACCESS:
+                base = (reg(d.rn) + (reg(d.rm) if d.rm >= 0 else 0) + d.imm) & 0xFFFFFFFF
+                multiple = d.rm < 0 and d.imm == 0 and d.amask == 3
+                if base == addr or (multiple and 0 <= addr - base < 64):
+                    self._mmio_last = index
+                    return cost
+            cost += t.cost[h]
+            a += 2 * t.length[h]
+            index += 1
+        return 0
+
+    # ------------------------------------------------------------------ debug access
+    def device_at(self, addr: int) -> Peripheral | None:
+        for dev in self.peripherals.values():
+            if dev.base <= addr < dev.base + dev.size:
+                return dev
+        return None
+
+    def read_memory(self, addr: int, size: int) -> bytes:
+        """Bytes as the debugger sees them (no side effects on peripherals)."""
+        dev = self.device_at(addr)
+        if dev is not None:
+            n = min(size, dev.base + dev.size - addr)
+            head = dev.debug_read(addr - dev.base, n)
+            return head + (self.read_memory(addr + n, size - n) if n < size else b"")
+        uc = self.core.uc
+        try:
+            return bytes(uc.mem_read(addr, size))
+        except UcError:
+            out = bytearray()
+            for a in range(addr, addr + size):
+                try:
+                    out += uc.mem_read(a, 1)
+                except UcError:
+                    raise UsageError(f"address 0x{a:08x} is not mapped") from None
+            return bytes(out)
+
+    def write_memory(self, addr: int, data: bytes) -> None:
+        """A debugger write: into memory (flash included), or a device that takes it."""
+        dev = self.device_at(addr)
+        if dev is not None:
+            if not dev.debug_write(addr - dev.base, bytes(data)):
+                raise UsageError(f"cannot write {len(data)} bytes at 0x{addr:08x}: {dev.name} registers are not memory")
+            return
+        try:
+            self.core.uc.mem_write(addr, bytes(data))
+        except UcError:
+            raise UsageError(f"cannot write {len(data)} bytes at 0x{addr:08x}: not mapped") from None
+        if self.config.flash.contains(addr):
+            self._on_code_write()
+
+    def read_u32(self, addr: int) -> int:
+        return int.from_bytes(self.read_memory(addr, 4), "little")

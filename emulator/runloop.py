@@ -1,0 +1,497 @@
+"""The run loop: slices of ``emu_start`` between the deadlines of the one clock.
+
+Each slice runs the core until the native hook stops it (a device event is due, an
+interrupt became takeable, an access would be unaligned, the budget) or the engine
+reports something (an exception return, SVC, BKPT, a bad access, WFI). The loop fires
+due events, takes exceptions, sleeps through WFI, and turns every guest error into a
+fault for the exception model. It never raises for a guest error: a run ends with a
+``RunResult``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from unicorn import (
+    UC_ERR_EXCEPTION,
+    UC_ERR_FETCH_PROT,
+    UC_ERR_FETCH_UNMAPPED,
+    UC_ERR_INSN_INVALID,
+    UC_ERR_READ_PROT,
+    UC_ERR_READ_UNMAPPED,
+    UC_ERR_WRITE_PROT,
+    UC_ERR_WRITE_UNMAPPED,
+    UC_HOOK_CODE,
+    UC_HOOK_INTR,
+    UC_HOOK_MEM_INVALID,
+    UC_MEM_FETCH_PROT,
+    UC_MEM_FETCH_UNMAPPED,
+    UC_MEM_READ_PROT,
+    UC_MEM_READ_UNMAPPED,
+    UC_MEM_WRITE_PROT,
+    UC_MEM_WRITE_UNMAPPED,
+    Uc,
+    UcError,
+)
+from unicorn import arm_const as A
+
+from peripherals.nvic import SVCALL, Nvic
+
+from . import native
+from .bus import Bus
+from .clock import Clock
+from .core import NO_DEADLINE, Core
+from .cycles import COND_PENALTY, F_COND, F_CONDNEXT, block_cost, disassemble_one, one_instruction_cost
+from .errors import UsageError
+from .exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
+from .semihosting import Exit, Semihosting
+
+guest_log = logging.getLogger("pkasim.guest")
+
+CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
+PROGRESS_EVERY = 1 << 24  # cycles between progress callbacks on long runs
+INSN_WFI, INSN_WFE = 0xBF30, 0xBF20
+
+
+class StopReason(str, Enum):
+    EXIT = "exit"  # the firmware exited through semihosting
+    BUDGET = "budget"  # the cycle budget ran out
+    LOCKUP = "lockup"  # a fault where the core cannot take HardFault
+    SLEEP_FOREVER = "sleep-forever"  # WFI with nothing that could ever wake the core
+    BREAKPOINT = "breakpoint"  # a debugger breakpoint or BKPT with a debugger attached
+    UNTIL = "until"  # reached the address run() was asked to stop at
+    RETURNED = "returned"  # call() finished
+    STEP = "step"  # step() executed its instruction
+    RESET = "reset"  # the firmware requested a system reset and reset_stops is set
+
+
+@dataclass
+class RunResult:
+    """What a run() ended with; ``cycles`` and ``instructions`` count the whole session."""
+
+    reason: StopReason
+    exit_code: int | None
+    cycles: int
+    instructions: int
+    sleep_cycles: int
+    wall_seconds: float
+    clock_hz: int
+    fault: Fault | None = None
+    lockup: Fault | None = None
+    message: str = ""
+
+    @property
+    def modeled_seconds(self) -> float:
+        return self.cycles / self.clock_hz
+
+    @property
+    def mips(self) -> float:
+        return self.instructions / self.wall_seconds / 1e6 if self.wall_seconds > 0 else 0.0
+
+
+class Stop(Exception):
+    """Internal: the run loop must return this result."""
+
+    def __init__(self, reason: StopReason, message: str = "", exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.exit_code = exit_code
+
+
+class RunLoop:
+    """Runs one core against its clock, bus and exception model."""
+
+    def __init__(self, core: Core, bus: Bus, exceptions: ExceptionModel, nvic: Nvic, clock: Clock,
+                 semihosting: Callable[[], Semihosting], describe: Callable[[int], str],
+                 reset: Callable[[], None]) -> None:
+        self.core = core
+        self.bus = bus
+        self.exc = exceptions
+        self.nvic = nvic
+        self.clock = clock
+        self.semihosting = semihosting
+        self.describe = describe
+        self.reset = reset
+        self.clock_hz = clock.hz
+        self.breakpoints: set[int] = set()
+        self.debugger_attached = False  # BKPT halts instead of faulting
+        self.sleep_cycles = 0
+        self._bp_hooks: dict[int, int] = {}
+        self._py_stop: tuple | None = None
+        self._skip_bp: int | None = None
+        self._mem_fault: tuple[str, int] | None = None
+        self._progress: Callable[[int], None] | None = None
+        uc = core.uc
+        uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
+        uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
+
+    # ------------------------------------------------------------------ running
+    def run(self, max_cycles: int | None, until: int | None,
+            progress: Callable[[int], None] | None) -> RunResult:
+        budget = self.core.cycles + max_cycles if max_cycles is not None else None
+        self._progress = progress
+        start_wall = time.perf_counter()
+        if until is not None and self.core.pc == until:
+            first = self.step()  # already there: leave it before looking for it again
+            if first.reason != StopReason.STEP:
+                first.wall_seconds = time.perf_counter() - start_wall
+                return first
+        result = self._loop(budget, until)
+        result.wall_seconds = time.perf_counter() - start_wall
+        return result
+
+    def result(self, reason: StopReason, *, exit_code: int | None = None, message: str = "",
+               lockup: Fault | None = None) -> RunResult:
+        return RunResult(reason=reason, exit_code=exit_code, cycles=self.core.cycles,
+                         instructions=self.core.instructions, sleep_cycles=self.sleep_cycles, wall_seconds=0.0,
+                         clock_hz=self.clock_hz, fault=self.exc.last_fault, lockup=lockup, message=message)
+
+    def _loop(self, budget: int | None, until: int | None) -> RunResult:
+        core = self.core
+        next_progress = core.cycles + PROGRESS_EVERY if self._progress else None
+        try:
+            while True:
+                self.clock.run_due()
+                if not core.sleeping:
+                    self.exc.take_pending()
+                if budget is not None and core.cycles >= budget:
+                    raise Stop(StopReason.BUDGET, f"cycle budget of {budget:,} cycles reached")
+                if next_progress is not None and core.cycles >= next_progress:
+                    self._progress(core.cycles)
+                    next_progress = core.cycles + PROGRESS_EVERY
+                deadline = min(x for x in (self.clock.next_deadline(), budget, next_progress, NO_DEADLINE) if x is not None)
+                if core.sleeping:
+                    self._sleep_until(deadline)
+                    continue
+                core.state.deadline = deadline
+                self._execute(until)
+        except Stop as stop:
+            return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
+        except Lockup as lk:
+            self.exc.last_fault = lk.original or lk.fault
+            return self.result(StopReason.LOCKUP, message=f"lockup: {lk.fault.cause} at {lk.fault.where}",
+                               lockup=lk.fault)
+
+    def _sleep_until(self, deadline: int) -> None:
+        if self.nvic.would_wake():
+            self.core.sleeping = False
+            return
+        if self.clock.next_deadline() is None:
+            raise Stop(StopReason.SLEEP_FOREVER,
+                       f"WFI at {self.describe(self.core.pc)} with no interrupt pending and no event scheduled: "
+                       "the core would sleep forever")
+        slept = deadline - self.core.cycles
+        if slept > 0:
+            self.sleep_cycles += slept
+            self.clock.advance_to(deadline)
+
+    def _execute(self, until: int | None) -> None:
+        """One emu_start, then handle why it returned."""
+        core = self.core
+        s = core.state
+        s.stop_reason = native.STOP_NONE
+        self._py_stop = None
+        self._mem_fault = None
+        pc = core.pc
+        if until is not None:
+            core.uc.ctl_remove_cache(until, until + 2)  # 'until' is checked at translation
+        try:
+            core.uc.emu_start(pc | 1, until if until is not None else 0xFFFFFFFF)
+            error = None
+        except UcError as exc:
+            error = exc
+        pc_now = core.pc
+        if error is not None:
+            self._handle_error(error, pc_now)
+            return
+        reason = s.stop_reason
+        if reason in (native.STOP_DEADLINE, native.STOP_IRQCHK):
+            return
+        if reason == native.STOP_ALIGN:
+            self._unaligned(s.align_pc, s.align_addr)
+            return
+        stop = self._py_stop
+        if stop is None:
+            self.settle(pc_now)
+            hw = int.from_bytes(self.bus.read_memory(pc_now - 2, 2), "little") if pc_now >= 2 else 0
+            if hw in (INSN_WFI, INSN_WFE) and not (until is not None and pc_now == until):
+                core.sleeping = True
+                return
+            if until is not None and pc_now == until:
+                raise Stop(StopReason.UNTIL, f"reached {self.describe(until)}")
+            return
+        if stop[0] == "breakpoint":
+            self.settle(stop[1])
+            self._skip_bp = stop[1]
+            raise Stop(StopReason.BREAKPOINT, f"breakpoint at {self.describe(stop[1])}")
+        if stop[0] == "check":
+            return
+        if stop[0] == "raise":
+            raise stop[1]
+        if stop[0] == "reset":
+            self.settle(pc_now)
+            self.reset()
+            return
+        _, intno, ipc = stop
+        self._handle_intr(intno, ipc & ~1)
+
+    def _handle_intr(self, intno: int, pc: int) -> None:
+        if intno == 8:  # exception return: PC holds EXC_RETURN with bit 0 clear
+            self.settle(pc)
+            self.exc.exception_return(pc | 1)
+            return
+        if intno == 2:  # SVC: PC is already past it
+            self.settle(pc)
+            self.nvic.set_pending(SVCALL)
+            if self.nvic.next_to_take(self.core.primask()) != SVCALL:
+                self.nvic.clear_pending(SVCALL)
+                self.exc.fault("SVC executed where SVCall cannot be taken (priority or PRIMASK)", pc - 2)
+            return
+        if intno == 7:  # BKPT: PC at the instruction
+            self.settle(pc)
+            hw = int.from_bytes(self.bus.read_memory(pc, 2), "little")
+            if hw == 0xBEAB:
+                self.core.state.cycles += 1  # BKPT: 1 cycle (table 3-1); the host call takes no modeled time
+                self.core.state.insns += 1
+                self._semihost(pc)
+                return
+            if self.debugger_attached:
+                raise Stop(StopReason.BREAKPOINT, f"BKPT #{hw & 0xFF} at {self.describe(pc)}")
+            self.exc.fault(f"BKPT #{hw & 0xFF} with no debugger attached", pc)
+            return
+        if intno in (3, 4):  # prefetch / data abort raised as a CPU exception
+            if intno == 3 and pc == CALL_RETURN:
+                self.settle(pc)
+                raise Stop(StopReason.RETURNED, "call returned")
+            self.settle(pc)
+            cause, address = self._mem_fault or (("instruction fetch fault" if intno == 3 else "data access fault"), None)
+            self.exc.fault(cause if address is None else f"{cause} 0x{address:08x}", pc, address=address)
+            return
+        self.settle(pc)
+        self.exc.fault(f"unexpected CPU exception {intno}", pc)
+
+    def _semihost(self, pc: int) -> None:
+        core = self.core
+        op = core.rd(A.UC_ARM_REG_R0)
+        arg = core.rd(A.UC_ARM_REG_R1)
+        try:
+            result = self.semihosting().call(op, arg)
+        except UsageError as exc:
+            guest_log.warning("semihosting call 0x%02x at %s: %s", op, self.describe(pc), exc)
+            result = -1
+        core.set_pc(pc + 2)
+        core.state.prev_valid = 0
+        if isinstance(result, Exit):
+            raise Stop(StopReason.EXIT, f"firmware exited with code {result.code}", exit_code=result.code)
+        core.wr(A.UC_ARM_REG_R0, result & 0xFFFFFFFF)
+
+    def _unaligned(self, fault_pc: int, address: int) -> None:
+        """Run the block up to the faulting access, then fault there."""
+        core = self.core
+        s = core.state
+        block_start = core.pc
+        s.align_skip_start = block_start
+        s.deadline = NO_DEADLINE
+        s.stop_reason = native.STOP_NONE
+        try:
+            if fault_pc != block_start:
+                # Unicorn checks 'until' when it translates: drop the cached block first.
+                core.uc.ctl_remove_cache(fault_pc, fault_pc + 2)
+                core.uc.emu_start(block_start | 1, fault_pc)
+        except UcError as exc:
+            self._handle_error(exc, core.pc)
+            return
+        s.align_skip_start = 0xFFFFFFFF
+        self.settle(fault_pc)
+        core.set_pc(fault_pc)
+        self.exc.fault(f"unaligned access to 0x{address:08x} (ARMv6-M requires natural alignment)", fault_pc,
+                       address=address)
+
+    def _handle_error(self, error: UcError, pc: int) -> None:
+        code = error.errno
+        if code == UC_ERR_FETCH_UNMAPPED and pc == CALL_RETURN:
+            self.settle(pc)
+            raise Stop(StopReason.RETURNED, "call returned")
+        if code == UC_ERR_INSN_INVALID:
+            self.settle(pc)
+            insn = disassemble_one(self.bus.read_memory(pc, 4), pc) if self.bus.config.region_at(pc) else "?"
+            self.exc.fault(f"undefined instruction ({insn})", pc)
+            return
+        mem = self._mem_fault
+        if code in (UC_ERR_READ_UNMAPPED, UC_ERR_WRITE_UNMAPPED, UC_ERR_FETCH_UNMAPPED,
+                    UC_ERR_READ_PROT, UC_ERR_WRITE_PROT, UC_ERR_FETCH_PROT):
+            cause, address = mem if mem else (str(error), None)
+            self.settle(pc)
+            if address is not None:
+                cause = f"{cause} 0x{address:08x}"
+            self.exc.fault(cause, pc, address=address)
+            return
+        if code == UC_ERR_EXCEPTION:
+            self.settle(pc)
+            self.exc.fault("unhandled CPU exception", pc)
+            return
+        self.settle(pc)
+        self.exc.fault(f"emulation error: {error}", pc)
+
+    # ------------------------------------------------------------------ stepping
+    def step(self) -> RunResult:
+        """Execute exactly one instruction (taking a pending exception counts as one step)."""
+        core = self.core
+        try:
+            self.clock.run_due()
+            if self.exc.take_pending():
+                return self.result(StopReason.STEP, message="exception entry")
+            s = core.state
+            s.deadline = NO_DEADLINE
+            s.stop_reason = native.STOP_NONE
+            self._py_stop = None
+            self._mem_fault = None
+            pc = core.pc
+            self._skip_bp = pc
+            try:
+                core.uc.emu_start(pc | 1, 0xFFFFFFFF, count=1)
+                error = None
+            except UcError as exc:
+                error = exc
+            self._skip_bp = None
+            if error is not None:
+                self._handle_error(error, core.pc)
+            elif s.stop_reason == native.STOP_ALIGN:
+                self._unaligned(s.align_pc, s.align_addr)
+            elif self._py_stop is not None and self._py_stop[0] == "intr":
+                self._handle_intr(self._py_stop[1], self._py_stop[2] & ~1)
+            else:
+                self.settle(core.pc)
+            return self.result(StopReason.STEP)
+        except Stop as stop:
+            return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
+        except Lockup as lk:
+            return self.result(StopReason.LOCKUP, message=f"lockup: {lk.fault.cause}", lockup=lk.fault)
+
+    # ------------------------------------------------------------------ breakpoints
+    def add_breakpoint(self, addr: int) -> None:
+        addr &= ~1
+        if addr in self._bp_hooks:
+            return
+        self.breakpoints.add(addr)
+        self._bp_hooks[addr] = self.core.uc.hook_add(UC_HOOK_CODE, self._on_breakpoint, begin=addr, end=addr)
+        self.core.uc.ctl_remove_cache(addr, addr + 2)
+
+    def remove_breakpoint(self, addr: int) -> None:
+        addr &= ~1
+        self.breakpoints.discard(addr)
+        handle = self._bp_hooks.pop(addr, None)
+        if handle is not None:
+            self.core.uc.hook_del(handle)
+            self.core.uc.ctl_remove_cache(addr, addr + 2)
+
+    def _on_breakpoint(self, uc: Uc, address: int, size: int, _: object) -> None:
+        if address == self._skip_bp:
+            self._skip_bp = None
+            return
+        self._py_stop = ("breakpoint", address)
+        uc.emu_stop()
+
+    # ------------------------------------------------------------------ hooks (Python, rare)
+    def _on_interrupt(self, uc: Uc, intno: int, _: object) -> None:
+        core = self.core
+        pc = core.rd(A.UC_ARM_REG_PC)
+        if intno == 8 and (pc | 1) in EXC_RETURNS and core.active_exception() != 0:
+            # The common case, served without stopping the run: unstack and go on,
+            # unless the return makes another exception takeable (tail-chaining).
+            try:
+                self.settle(pc & ~1)
+                self.exc.exception_return(pc | 1)
+            except (Stop, Lockup) as exc:  # a fault while unstacking: let the loop report it
+                self._py_stop = ("raise", exc)
+                uc.emu_stop()
+                return
+            if core.sleeping or self.nvic.next_to_take(core.primask()) is not None:
+                self._py_stop = ("check",)
+                uc.emu_stop()
+            return
+        self._py_stop = ("intr", intno, pc)
+        uc.emu_stop()
+
+    def _on_mem_invalid(self, uc: Uc, access: int, address: int, size: int, value: int, _: object) -> bool:
+        kinds = {
+            UC_MEM_READ_UNMAPPED: "read of unmapped address",
+            UC_MEM_WRITE_UNMAPPED: "write to unmapped address",
+            UC_MEM_FETCH_UNMAPPED: "instruction fetch from unmapped address",
+            UC_MEM_WRITE_PROT: "write to read-only memory",
+            UC_MEM_READ_PROT: "read of protected memory",
+            UC_MEM_FETCH_PROT: "instruction fetch from execute-never memory",
+        }
+        self._mem_fault = (kinds.get(access, "bad memory access"), address)
+        return False
+
+    def fallback_cost(self, address: int, size: int) -> int:
+        """Cost of a block outside the cost tables (the native hook asks)."""
+        data = self.bus.read_memory(address, size)
+        cost, insns, flags = block_cost(data, address, self.core.rules)
+        return cost | (insns << 32) | (flags << 56)
+
+    def request_check(self) -> None:
+        """The NVIC's state changed: if an exception is now takeable, stop at the next
+        block boundary to take it."""
+        if self.nvic.next_to_take(self.core.primask()) is not None:
+            self.core.state.deadline = 0
+
+    def on_schedule(self, at: int) -> None:
+        """A device scheduled an event: make sure the run stops for it."""
+        if at < self.core.state.deadline:
+            self.core.state.deadline = at
+
+    def on_reset_request(self) -> None:
+        self._py_stop = ("reset",)
+        self.core.uc.emu_stop()
+
+    # ------------------------------------------------------------------ cycle settling
+    def settle(self, pc: int) -> None:
+        """Commit the block that was executing when the run stopped with PC at ``pc``."""
+        s = self.core.state
+        if not s.cur_valid:
+            return
+        start, end = s.cur_start, s.cur_end
+        if start <= pc < end:
+            cost, insns = self._partial(start, pc)
+            s.prev_valid, s.prev_end, s.prev_flags = 1, pc, 0
+        else:
+            cost, insns = s.cur_cost, s.cur_insns
+            if (s.cur_flags & F_COND) and pc == end and not self._cond_taken_to_next(s.cur_flags):
+                cost -= COND_PENALTY
+            s.prev_valid, s.prev_end, s.prev_flags = 1, end, s.cur_flags
+        s.cycles += cost
+        s.insns += insns
+        s.blocks += 1
+        s.cur_valid = 0
+
+    def _cond_taken_to_next(self, flags: int) -> bool:
+        """A B<cond> to its own fall-through: taken if its condition holds now."""
+        if not flags & F_CONDNEXT:
+            return False
+        nzcv = self.core.rd(A.UC_ARM_REG_APSR) >> 28
+        n, z, c, v = nzcv >> 3 & 1, nzcv >> 2 & 1, nzcv >> 1 & 1, nzcv & 1
+        return [z, not z, c, not c, n, not n, v, not v, c and not z, not c or z,
+                n == v, n != v, not z and n == v, z or n != v, True, True][(flags >> 4) & 0xF]
+
+    def _partial(self, start: int, stop: int) -> tuple[int, int]:
+        t = self.core.tables
+        cost = insns = 0
+        a = start
+        while a < stop:
+            h = (a - t.base) >> 1
+            if 0 <= h < t.halfwords and t.length[h]:
+                cost += t.cost[h]
+                a += 2 * t.length[h]
+            else:
+                c, size = one_instruction_cost(self.bus.read_memory(a, 4), a, self.core.rules)
+                cost += c
+                a += size
+            insns += 1
+        return cost, insns
