@@ -16,7 +16,10 @@ setup(
     ext_modules=[
         Extension(
             "emulator._cyclehook",
-            sources=["emulator/cyclehook.c"],
+            sources=["emulator/cyclehook.c", "emulator/excmodel.c", "emulator/idle.c",
+                     "peripherals/pka_fast.c"],
+            include_dirs=["emulator"],
+            depends=["emulator/pkstate.h"],
             extra_compile_args=["-O2", "-std=c99"],
             py_limited_api=False,
         )

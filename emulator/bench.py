@@ -67,7 +67,7 @@ class JobResult:
     pka_busy_cycles: int = 0
     pka_busy_share: float = 0.0
     cpu_only_share: float = 1.0
-    wall_seconds: float = 0.0
+    wall_seconds: float = 0.0  # host time of the whole run, reset to exit (not the image load)
 
 
 @dataclass
@@ -93,8 +93,10 @@ def _set_u32(m: Machine, symbol: str, value: int) -> None:
 
 
 def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
-            progress: Callable[[int], None] | None = None) -> JobResult:
-    """One private-key operation of ``job`` on ``config``, measured and verified."""
+            progress: Callable[[int], None] | None = None, totals: dict[str, int] | None = None) -> JobResult:
+    """One private-key operation of ``job`` on ``config``, measured and verified.
+    ``totals``, when given, receives the cycles and instructions of the whole run
+    (reset to exit), the run ``wall_seconds`` times."""
     path = build_dir / job.image
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(path)
@@ -130,6 +132,8 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
     m.remove_breakpoint(ret)
     end = m.run(max_cycles=budget, progress=progress)
     wall = time.perf_counter() - wall
+    if totals is not None:
+        totals.update(cycles=m.cycles, instructions=m.instructions)
 
     status = int.from_bytes(m.read_symbol("rsa_status", 4), "little", signed=True) if "rsa_status" in m.image.symbols else 0
     out = int.from_bytes(m.read_symbol("rsa_output")[: job.nbits // 8], "big")

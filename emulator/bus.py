@@ -9,16 +9,18 @@ Debug reads and writes (``read_memory``/``write_memory``) never have side effect
 
 from __future__ import annotations
 
+import ctypes
 import logging
 from collections.abc import Callable
 
 from unicorn import UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError
+from unicorn.unicorn_py3 import unicorn as _ucmod
 
 from peripherals.base import Peripheral
 
+from . import native
 from .config import ChipConfig, Region
-from .core import REG_IDS, Core, Now
-from .cycles import K_ACCESS
+from .core import Core, Now
 from .errors import LoadError, UsageError
 
 guest_log = logging.getLogger("pkasim.guest")
@@ -45,8 +47,8 @@ class Bus:
         self.peripherals = peripherals
         self.now = now
         self._on_code_write = on_code_write
-        self._mmio_key: tuple[int, int] | None = None
-        self._mmio_last = -1
+        self.irq_exception: dict[str, int] = {}  # device name -> exception its IRQ line pends
+        self._keep: list[object] = []  # C callbacks handed to native devices
 
     def map(self) -> None:
         uc = self.core.uc
@@ -64,9 +66,42 @@ class Bus:
             for p in range(region.base // PAGE, region.end // PAGE):
                 if p in windows:
                     raise LoadError(f"{self.config.source}: memory.{region.name} overlaps peripheral {windows[p][0].name}")
+        for dev in self.peripherals.values():
+            pages = range(dev.base // PAGE, (dev.base + dev.size + PAGE - 1) // PAGE)
+            if hasattr(dev, "attach_native") and dev.base % PAGE == 0 and all(windows[p] == [dev] for p in pages):
+                self._map_native(dev, len(pages) * PAGE)
+                for p in pages:
+                    del windows[p]
         for p, devs in sorted(windows.items()):
             base = p * PAGE
             self.core.uc.mmio_map(base, PAGE, self._mmio_read, (base, devs), self._mmio_write, (base, devs))
+
+    def _map_native(self, dev: Peripheral, size: int) -> None:
+        """A device with a native fast path: its window dispatches in C (the device
+        hands back what the fast path does not serve, through ``slow_path``)."""
+        core = self.core
+
+        def slow_path(offset: int, size: int, value: int, write: int, time_offset: int) -> int:
+            self.now.offset = time_offset
+            try:
+                if write:
+                    dev.write(offset, size, value)
+                    return 0
+                core.state.py_reads += 1
+                return dev.read(offset, size) & ((1 << (8 * size)) - 1)
+            finally:
+                self.now.offset = 0
+
+        callback = native.DEVICE_ACCESS(slow_path)
+        window = dev.attach_native(core.lib, ctypes.addressof(core.state), self.irq_exception.get(dev.name, 0),
+                                   ctypes.cast(callback, ctypes.c_void_p).value)
+        setattr(core.state, window.slot, window.state)
+        self._keep.append(callback)
+        err = _ucmod.uclib.uc_mmio_map(core.uch, ctypes.c_uint64(dev.base), ctypes.c_size_t(size),
+                                       ctypes.cast(window.read, ctypes.c_void_p), ctypes.c_void_p(window.state),
+                                       ctypes.cast(window.write, ctypes.c_void_p), ctypes.c_void_p(window.state))
+        if err:
+            raise UcError(err)
 
     # ------------------------------------------------------------------ guest accesses
     @staticmethod
@@ -83,6 +118,7 @@ class Bus:
         if dev is None:
             guest_log.warning("read of unassigned peripheral address 0x%08x (reads as zero)", addr)
             return 0
+        self.core.state.py_reads += 1  # a Python device may change by itself: no idle fast-forward
         self.now.offset = self._access_offset(addr)
         try:
             return dev.read(addr - dev.base, size) & ((1 << (8 * size)) - 1)
@@ -103,44 +139,9 @@ class Bus:
             self.now.offset = 0
 
     def _access_offset(self, addr: int) -> int:
-        """Cycles the current block spent before the instruction making this access.
-
-        The committed count stops at the block's start; peripherals should see the
-        cycle the accessing instruction starts. The instruction is found among the
-        block's register-addressed word/halfword accesses, in program order, as the
-        next one whose address (from the live registers) is ``addr``; anything else
-        is seen at the block's start (docs/cycle-model.md).
-        """
-        s = self.core.state
-        if not s.cur_valid:
-            return 0
-        key = (int(s.blocks), int(s.cur_start))
-        if key != self._mmio_key:
-            self._mmio_key, self._mmio_last = key, -1
-        t = self.core.tables
-        a, end, cost, index = s.cur_start, s.cur_end, 0, 0
-        regs: dict[int, int] = {}
-
-        def reg(n: int) -> int:
-            if n not in regs:
-                regs[n] = self.core.rd(REG_IDS[n])
-            return regs[n]
-
-        while a < end:
-            h = (a - t.base) >> 1
-            if not (0 <= h < t.halfwords) or not t.length[h]:
-                return 0
-            d = t.desc[h]
-            if index > self._mmio_last and d.kind == K_ACCESS:
-                base = (reg(d.rn) + (reg(d.rm) if d.rm >= 0 else 0) + d.imm) & 0xFFFFFFFF
-                multiple = d.rm < 0 and d.imm == 0 and d.amask == 3
-                if base == addr or (multiple and 0 <= addr - base < 64):
-                    self._mmio_last = index
-                    return cost
-            cost += t.cost[h]
-            a += 2 * t.length[h]
-            index += 1
-        return 0
+        """Cycles the current block spent before the instruction making this access
+        (pk_access_offset in cyclehook.c; docs/cycle-model.md)."""
+        return self.core.lib.pk_access_offset(self.core.state_ref, addr)
 
     # ------------------------------------------------------------------ debug access
     def device_at(self, addr: int) -> Peripheral | None:

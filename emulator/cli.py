@@ -232,7 +232,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 raise LoadError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
     if not args.quiet:
         print_summary(console, machine, result, args.firmware)
-    elif result.lockup is not None or result.reason.value in ("budget", "sleep-forever"):
+    elif result.lockup is not None or result.reason.value in ("budget", "sleep-forever", "stuck"):
         _line(f"pkasim: {result.message}")
     return exit_code_for(result)
 

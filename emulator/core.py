@@ -30,6 +30,7 @@ class Core:
     def __init__(self) -> None:
         self.lib = native.load()
         self.state = native.PkState()
+        self.state_ref = ctypes.byref(self.state)
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
         self.uc = uc
@@ -39,6 +40,7 @@ class Core:
         self._rbuf, self._wbuf = ctypes.c_uint32(), ctypes.c_uint32()
         self._rbuf_ref, self._wbuf_ref = ctypes.byref(self._rbuf), ctypes.byref(self._wbuf)
         self.sleeping = False  # the core is in WFI (or slept on exit) until an exception wakes it
+        self.fast_paths = True  # native exception entry/return, WFI, idle loops and device paths
         self._native_hooks: list[ctypes.c_size_t] = []
 
     def free(self) -> None:

@@ -19,93 +19,10 @@
  * The rules the tables encode are in docs/cycle-model.md. This file knows nothing
  * of RSA, peripherals or Python; it is loaded with ctypes (no Python C API).
  */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PK_F_COND 0x01    /* conditional branch: cost in the table is the taken cost */
-#define PK_F_BRANCH 0x02  /* changes the flow: the next fetch is not sequential */
-#define PK_F_IRQCHK 0x04  /* may unmask interrupts (CPSIE, MSR): re-check at next block */
-#define PK_F_CONDNEXT 0x08 /* B<cond> whose target is its own fall-through address */
-/* bits 7:4 of a flags entry hold the condition code of a B<cond> */
-
-enum { K_NONE = 0, K_CLOBBER, K_CONST, K_ADDI, K_ADDR, K_ACCESS };
-
-enum { STOP_NONE = 0, STOP_DEADLINE = 1, STOP_ALIGN = 2, STOP_IRQCHK = 3 };
-
-#define RING 32
-
-/* What Python tells about the instruction that starts at one halfword. */
-typedef struct {
-    uint8_t kind;  /* K_* above: how the instruction moves an address register */
-    int8_t rd;     /* register written (K_CONST/K_ADDI/K_ADDR) */
-    int8_t rn;     /* base register (K_ADDI/K_ADDR/K_ACCESS) */
-    int8_t rm;     /* index register or -1 (K_ADDR/K_ACCESS) */
-    int32_t imm;   /* constant, added immediate or access offset */
-    uint16_t wmask;/* registers the instruction writes (applied after its access) */
-    uint8_t amask; /* K_ACCESS: alignment mask (1 halfword, 3 word) */
-    uint8_t pad;
-} pk_desc;
-
-typedef struct {
-    int8_t a, b;   /* registers summed into the address, -1 for none */
-    uint8_t mask;
-    uint8_t pad;
-    int32_t off;
-    uint32_t pc;   /* address of the accessing instruction */
-} pk_check;
-
-typedef struct {
-    uint32_t size;   /* block size in bytes, 0 = not cached yet */
-    uint32_t cost;
-    uint32_t insns;
-    uint32_t check_first;
-    uint16_t check_n;
-    uint8_t last_flags;
-    uint8_t uncheckable; /* 1 if an access address could not be resolved at entry */
-} pk_block;
-
-typedef uint64_t (*pk_fallback_fn)(uint64_t address, uint32_t size);
-typedef int (*pk_reg_read_fn)(void *uc, int regid, void *value);
-typedef int (*pk_emu_stop_fn)(void *uc);
-
-typedef struct {
-    /* counters (read by Python) */
-    uint64_t cycles;
-    uint64_t insns;
-    uint64_t deadline;
-    uint64_t blocks;
-    /* the block currently executing, not yet committed */
-    uint32_t cur_valid, cur_start, cur_end, cur_cost, cur_insns, cur_flags;
-    /* the last committed block, for the sequential-fetch rule */
-    uint32_t prev_valid, prev_end, prev_flags;
-    /* why the hook stopped the run */
-    uint32_t stop_reason;
-    uint32_t align_pc, align_addr, align_skip_start;
-    /* tables over [code_base, code_base + 2*code_halfwords) */
-    uint32_t code_base, code_halfwords;
-    const uint8_t *cost;
-    const uint8_t *len;
-    const uint8_t *flags;
-    const pk_desc *desc;
-    pk_block *cache;
-    pk_check *checks;
-    uint32_t checks_used, checks_cap;
-    /* flash wait states for the block-start fetch rule */
-    uint32_t fetch_ws, flash_base, flash_end;
-    uint32_t cond_penalty;
-    uint32_t align_enabled;
-    /* callbacks into Unicorn and Python */
-    void *uc;
-    pk_reg_read_fn reg_read;
-    pk_emu_stop_fn emu_stop;
-    pk_fallback_fn fallback;
-    int32_t regids[16];
-    uint32_t ring[RING];
-    uint32_t ring_pos;
-    int32_t apsr_regid;
-    uint32_t pad_end;
-} pk_state;
+#include "pkstate.h"
 
 /* ARM condition codes against NZCV (ARMv6-M ARM A6.3.1). */
 static int cond_holds(uint32_t cond, uint32_t apsr) {
@@ -238,11 +155,24 @@ static uint32_t read_reg(pk_state *s, int r, uint32_t *cache, uint32_t *have) {
     return cache[r];
 }
 
+/* Commit the block that is executing: all of it (it ran to its end, or is about to
+ * leave through WFI or an exception return, never through its own B<cond>). */
+void pk_commit_block(pk_state *s) {
+    if (!s->cur_valid) return;
+    s->cycles += s->cur_cost;
+    s->insns += s->cur_insns;
+    s->blocks += 1;
+    s->prev_valid = 1;
+    s->prev_end = s->cur_end;
+    s->prev_flags = s->cur_flags;
+    s->cur_valid = 0;
+}
+
 void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     uint32_t a = (uint32_t)address;
 
     if (s->cur_valid) {
-        uint32_t c = s->cur_cost;
+        uint32_t c = s->cur_cost, done_start = s->cur_start;
         if ((s->cur_flags & PK_F_COND) && a == s->cur_end) {
             /* Fall-through address: not taken, unless the branch targets that very
              * address, in which case the flags (unchanged since) decide. */
@@ -262,15 +192,39 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
         s->prev_flags = s->cur_flags;
         s->cur_valid = 0;
         if (s->cur_flags & PK_F_IRQCHK) {
-            s->stop_reason = STOP_IRQCHK;
-            s->emu_stop(uc);
-            return;
+            if (!s->native_on) {
+                s->stop_reason = STOP_IRQCHK;
+                s->emu_stop(uc);
+                return;
+            }
+            s->irq_check = 1;
+        }
+        if (a == done_start && s->native_on) {
+            if (pk_idle_loop(s, a, c, s->cur_insns)) return;
+        } else {
+            s->loop_start = 0xFFFFFFFFu;
         }
     }
+    if (s->native_on) pk_native_due(s);
     if (s->cycles >= s->deadline) {
         s->stop_reason = STOP_DEADLINE;
         s->emu_stop(uc);
         return;
+    }
+    if (s->irq_check && s->native_on) {
+        /* An exception may have become takeable: take it before this block runs
+         * (ARMv6-M B1.5.4), as the run loop would after a stop here. */
+        uint32_t primask = 0;
+        int exc;
+        s->irq_check = 0;
+        s->reg_read(uc, s->id_primask, &primask);
+        exc = pk_next_to_take(s->nvic, (int)(primask & 1));
+        if (exc >= 0) {
+            if (pk_take(s, exc, a) == 0) return; /* PC now at the vector: this block does not run */
+            s->stop_reason = STOP_IRQCHK;         /* the run loop takes it (and reports the fault) */
+            s->emu_stop(uc);
+            return;
+        }
     }
 
     uint32_t cost, insns, flags;
@@ -333,6 +287,41 @@ counted:
     s->cur_insns = insns;
     s->cur_flags = flags;
     s->ring[s->ring_pos++ % RING] = a;
+}
+
+/* Cycles the current block spent before the instruction whose access to ``addr``
+ * is being served (a peripheral sees the access at the cycle its instruction
+ * starts). The instruction is found among the block's register-addressed word and
+ * halfword accesses, in program order, as the next one whose address (from the live
+ * registers) is ``addr``; anything else is seen at the block's start
+ * (docs/cycle-model.md, "Peripheral accesses"). */
+uint32_t pk_access_offset(pk_state *s, uint32_t addr) {
+    uint32_t a, end, cost = 0, regs[16], have = 0;
+    int32_t index = 0;
+    if (!s->cur_valid) return 0;
+    if (s->acc_blocks != s->blocks || s->acc_start != s->cur_start) {
+        s->acc_blocks = s->blocks;
+        s->acc_start = s->cur_start;
+        s->acc_last = -1;
+    }
+    for (a = s->cur_start, end = s->cur_end; a < end; index++) {
+        if (!in_table(s, a)) return 0;
+        uint32_t h = (a - s->code_base) >> 1;
+        if (!s->len[h]) return 0;
+        const pk_desc *d = &s->desc[h];
+        if (index > s->acc_last && d->kind == K_ACCESS) {
+            uint32_t base = read_reg(s, d->rn, regs, &have) + (uint32_t)d->imm;
+            if (d->rm >= 0) base += read_reg(s, d->rm, regs, &have);
+            int multiple = d->rm < 0 && d->imm == 0 && d->amask == 3;
+            if (base == addr || (multiple && addr - base < 64)) {
+                s->acc_last = index;
+                return cost;
+            }
+        }
+        cost += s->cost[h];
+        a += 2 * s->len[h];
+    }
+    return 0;
 }
 
 /* Flash data reads cost the wait states (installed only when wait_states > 0). */

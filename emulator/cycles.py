@@ -245,6 +245,28 @@ def one_instruction_cost(data: bytes, addr: int, rules: CostRules) -> tuple[int,
     return 1, 2
 
 
+# What an idle loop may contain (emulator/idle.c): instructions that read memory or
+# registers and compute, and branches. Nothing that stores, calls, changes the
+# exception state or talks to a debugger.
+_IDLE_OK = {
+    "ldr", "ldrb", "ldrh", "ldrsb", "ldrsh", "ldm", "ldmia", "mov", "movs", "mvns", "add", "adds", "adcs", "sub",
+    "subs", "sbcs", "rsbs", "muls", "cmp", "cmn", "tst", "ands", "orrs", "eors", "bics", "lsls", "lsrs", "asrs",
+    "rors", "uxtb", "uxth", "sxtb", "sxth", "rev", "rev16", "revsh", "adr", "nop", "b",
+}
+
+
+def loop_can_idle(code: bytes, addr: int) -> bool:
+    """Whether a self-loop block can change nothing but its own registers."""
+    md = _new_disassembler()
+    seen = 0
+    for insn in md.disasm(code, addr):
+        base = insn.mnemonic.split(".")[0]
+        if base not in _IDLE_OK and not (base.startswith("b") and len(base) == 3 and base != "blx"):
+            return False
+        seen += insn.size
+    return seen == len(code)
+
+
 def disassemble_one(data: bytes, addr: int) -> str:
     """One instruction as text, for reports and the debugger."""
     md = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from unicorn import UC_HOOK_BLOCK, UC_HOOK_MEM_READ
+from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_READ
 from unicorn import arm_const as A
 from unicorn.unicorn_py3 import unicorn as _ucmod
 
 from peripherals.base import Peripheral
+from peripherals.nvic import FIRST_IRQ, exception_name
 
 from . import native
 from .bus import Bus
@@ -60,14 +61,19 @@ class Machine:
         self.clock = Clock(self._now, config.core.clock_hz, on_schedule=lambda at: self._loop.on_schedule(at))
         devices = build_devices(config, self.clock, active_exception=core.active_exception)
         self.nvic, self.scb, self.peripherals = devices.nvic, devices.scb, devices.all
-        self.bus = Bus(core, config, self.peripherals, self._now, on_code_write=core.flush_translations)
+        self.bus = Bus(core, config, self.peripherals, self._now, on_code_write=self._code_changed)
         self._exc = ExceptionModel(core, self.bus, self.nvic, self.scb, config, self.describe)
         self._loop = RunLoop(core, self.bus, self._exc, self.nvic, self.clock, self._semihosting, self.describe,
                              self.reset)
         self.nvic.on_change = self._loop.request_check
         self.scb.on_reset_request = self._loop.on_reset_request
-        self.bus.map()
+        self.scb.on_change = self._sync_scb
+        self.bus.irq_exception = {pc.name: FIRST_IRQ + pc.irq for pc in config.peripherals.values()
+                                  if isinstance(pc.irq, int)}
+        self._wfi_hooks: dict[int, object] = {}
         self._setup_cycle_model()
+        self._setup_native_exceptions()
+        self.bus.map()
 
     def _setup_cycle_model(self) -> None:
         core, cfg = self.core, self.config
@@ -96,6 +102,63 @@ class Machine:
         core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
         if flash.wait_states:
             core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
+
+    def _setup_native_exceptions(self) -> None:
+        """The common exception path in C (excmodel.c): entry, return, WFI sleep."""
+        core, cfg = self.core, self.config
+        s = core.state
+        lib = _ucmod.uclib
+        s.nvic = ctypes.addressof(self.nvic.state)
+        s.reg_write = ctypes.cast(lib.uc_reg_write, ctypes.c_void_p).value
+        s.mem_read = ctypes.cast(lib.uc_mem_read, ctypes.c_void_p).value
+        s.mem_write = ctypes.cast(lib.uc_mem_write, ctypes.c_void_p).value
+        self._py_intr = native.PY_INTR(self._loop.on_interrupt)
+        s.py_intr = ctypes.cast(self._py_intr, ctypes.c_void_p).value
+        s.entry_cycles = cfg.core.exception_entry_cycles
+        s.return_cycles = cfg.core.exception_return_cycles
+        stack = [r for r in cfg.memory.values() if r.name != "flash"][:8]
+        s.stack_n = len(stack)
+        for i, region in enumerate(stack):
+            s.stack_base[i], s.stack_end[i] = region.base, region.end
+        s.id_primask, s.id_control = A.UC_ARM_REG_PRIMASK, A.UC_ARM_REG_CONTROL
+        s.id_msp, s.id_psp = A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP
+        s.id_xpsr, s.id_ipsr = A.UC_ARM_REG_XPSR, A.UC_ARM_REG_IPSR
+        s.native_on = 1
+        self._loop.forget_loop_verdicts()
+        self._sync_scb()
+        core.add_native_hook(UC_HOOK_INTR, core.lib.pk_intr_hook, 1, 0)
+        self._loop.native_hooks_changed = self._place_wfi_hooks
+
+    def _code_changed(self) -> None:
+        self.core.flush_translations()
+        self._loop.forget_loop_verdicts()
+
+    def _sync_scb(self) -> None:
+        """VTOR and SLEEPONEXIT, as the native exception path reads them."""
+        s = self.core.state
+        s.vtor = self.scb.vtor if self.scb.has_vtor else 0
+        s.sleep_on_exit = int(self.scb.sleep_on_exit)
+
+    def _place_wfi_hooks(self) -> None:
+        """A native hook on each WFI/WFE of the image sleeps without leaving the engine
+        (none where a breakpoint sits: the breakpoint must see the instruction)."""
+        uc = self.core.uc
+        wanted = set()
+        if self.image is not None:
+            t = self.core.tables
+            for base, data in self.image.code:
+                for off in range(0, len(data) - 1, 2):
+                    addr = base + off
+                    h = (addr - t.base) >> 1
+                    if 0 <= h < t.halfwords and t.length[h] == 1 and data[off + 1] == 0xBF and data[off] in (0x30, 0x20):
+                        wanted.add(addr)
+        wanted -= self._loop.breakpoints
+        for addr in set(self._wfi_hooks) - wanted:
+            uc.hook_del(self._wfi_hooks.pop(addr))
+            uc.ctl_remove_cache(addr, addr + 2)
+        for addr in sorted(wanted - set(self._wfi_hooks)):
+            self._wfi_hooks[addr] = self.core.add_native_hook(UC_HOOK_CODE, self.core.lib.pk_wfi_hook, addr, addr).value
+            uc.ctl_remove_cache(addr, addr + 2)
 
     def _install_tables(self, tables: CostTables) -> None:
         s = self.core.state
@@ -130,12 +193,15 @@ class Machine:
         tables = CostTables(self.config.flash.base, self.config.flash.size)
         self._install_tables(tables)
         tables.fill(image.code, ImageBytes(image.segments), self.core.rules)
+        self._place_wfi_hooks()
+        self._loop.forget_loop_verdicts()
         self.core.flush_translations()
         s = self.core.state
         s.cycles = 0
         s.insns = 0
         s.blocks = 0
-        self._loop.sleep_cycles = 0
+        s.sleep_cycles = 0
+        ctypes.memset(s.taken, 0, ctypes.sizeof(s.taken))
         self._exc.taken.clear()
         self._exc.last_fault = None
         self.reset()
@@ -290,7 +356,13 @@ class Machine:
 
     @property
     def exceptions_taken(self) -> dict[str, int]:
-        return self._exc.taken
+        """Exception name to count, whether the native path or Python took them."""
+        taken = dict(self._exc.taken)
+        for exc, count in enumerate(self.core.state.taken):
+            if count:
+                name = exception_name(exc)
+                taken[name] = taken.get(name, 0) + count
+        return taken
 
     @property
     def last_fault(self) -> Fault | None:
@@ -318,9 +390,30 @@ class Machine:
 
     def add_breakpoint(self, addr: int) -> None:
         self._loop.add_breakpoint(addr)
+        self._place_wfi_hooks()
+        self._loop.forget_loop_verdicts()
 
     def remove_breakpoint(self, addr: int) -> None:
         self._loop.remove_breakpoint(addr)
+        self._place_wfi_hooks()
+        self._loop.forget_loop_verdicts()
+
+    @property
+    def fast_paths(self) -> bool:
+        """The native fast paths: exception entry and return, WFI sleep and idle-loop
+        fast-forward (excmodel.c, idle.c), and device fast paths (pka_fast.c). Off,
+        every one of those goes through the Python models, which specify them: the
+        cycle counts are the same either way (tests/test_fast_paths.py)."""
+        return self.core.fast_paths
+
+    @fast_paths.setter
+    def fast_paths(self, on: bool) -> None:
+        self.core.fast_paths = bool(on)
+        self.core.state.native_on = int(on)
+        for dev in self.peripherals.values():
+            state = getattr(dev, "state", None)
+            if hasattr(state, "fast_on"):
+                state.fast_on = int(on)
 
     def peripheral(self, name: str) -> Peripheral:
         return self.peripherals[name]

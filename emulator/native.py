@@ -1,4 +1,5 @@
-"""The native cycle hook (cyclehook.c): locate the shared object and mirror its state.
+"""The native code (cyclehook.c, excmodel.c, pka_fast.c): locate the shared object and
+mirror its state.
 
 setup.py builds cyclehook.c into ``emulator/_cyclehook*.so`` (a plain shared object,
 no Python API); this module loads it with ctypes and declares pk_state field by field.
@@ -15,9 +16,13 @@ from .errors import PkasimError
 
 RING = 32
 
-STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK = range(4)
+STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK = range(7)
 
 FALLBACK = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32)
+PY_INTR = ctypes.CFUNCTYPE(None, ctypes.c_uint32)
+# A native device's slow path: (offset, size, value, is_write, cycles into the block) -> value read
+DEVICE_ACCESS = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                 ctypes.c_uint32, ctypes.c_uint32)
 
 
 class PkState(ctypes.Structure):
@@ -63,6 +68,46 @@ class PkState(ctypes.Structure):
         ("ring_pos", ctypes.c_uint32),
         ("apsr_regid", ctypes.c_int32),
         ("pad_end", ctypes.c_uint32),
+        # the native exception model (excmodel.c)
+        ("nvic", ctypes.c_void_p),
+        ("reg_write", ctypes.c_void_p),
+        ("mem_read", ctypes.c_void_p),
+        ("mem_write", ctypes.c_void_p),
+        ("py_intr", ctypes.c_void_p),
+        ("sleep_cycles", ctypes.c_uint64),
+        ("taken", ctypes.c_uint64 * 64),
+        ("native_on", ctypes.c_uint32),
+        ("irq_check", ctypes.c_uint32),
+        ("vtor", ctypes.c_uint32),
+        ("sleep_on_exit", ctypes.c_uint32),
+        ("entry_cycles", ctypes.c_uint32),
+        ("return_cycles", ctypes.c_uint32),
+        ("stack_n", ctypes.c_uint32),
+        ("stack_base", ctypes.c_uint32 * 8),
+        ("stack_end", ctypes.c_uint32 * 8),
+        ("id_primask", ctypes.c_int32),
+        ("id_control", ctypes.c_int32),
+        ("id_msp", ctypes.c_int32),
+        ("id_psp", ctypes.c_int32),
+        ("id_xpsr", ctypes.c_int32),
+        ("id_ipsr", ctypes.c_int32),
+        ("wfi_pc", ctypes.c_uint32),
+        ("pka", ctypes.c_void_p),
+        ("acc_blocks", ctypes.c_uint64),
+        ("acc_start", ctypes.c_uint32),
+        ("acc_last", ctypes.c_int32),
+        # idle loops (idle.c)
+        ("py_next", ctypes.c_uint64),
+        ("py_reads", ctypes.c_uint64),
+        ("loop_py_reads", ctypes.c_uint64),
+        ("loop_since", ctypes.c_uint64),
+        ("loop_start", ctypes.c_uint32),
+        ("loop_count", ctypes.c_uint32),
+        ("loop_have", ctypes.c_uint32),
+        ("loop_pad", ctypes.c_uint32),
+        ("loop_regs", ctypes.c_uint32 * 16),
+        ("verdict_addr", ctypes.c_uint32 * 256),
+        ("verdict", ctypes.c_uint8 * 256),
     ]
 
 
@@ -94,6 +139,16 @@ def load() -> ctypes.CDLL:
     lib.pk_alloc_cache.argtypes = [ctypes.c_uint32]
     lib.pk_free.argtypes = [ctypes.c_void_p]
     lib.pk_clear_cache.argtypes = [ctypes.c_void_p]
+    lib.pk_access_offset.restype = ctypes.c_uint32
+    lib.pk_access_offset.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+    lib.pk_native_next.restype = ctypes.c_uint64
+    lib.pk_native_next.argtypes = [ctypes.c_void_p]
+    lib.pk_native_due.argtypes = [ctypes.c_void_p]
+    lib.pk_sizeof_pka.restype = ctypes.c_uint32
+    lib.pk_pka_free_log.argtypes = [ctypes.c_void_p]
+    lib.pk_next_to_take.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.pk_would_wake.argtypes = [ctypes.c_void_p]
+    lib.pk_montmul.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_uint32]
     if lib.pk_sizeof_state() != ctypes.sizeof(PkState):
         raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != "
                           f"{ctypes.sizeof(PkState)}): rebuild with 'pip install -e .'")

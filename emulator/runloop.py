@@ -10,6 +10,7 @@ fault for the exception model. It never raises for a guest error: a run ends wit
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import time
 from collections.abc import Callable
@@ -26,7 +27,6 @@ from unicorn import (
     UC_ERR_WRITE_PROT,
     UC_ERR_WRITE_UNMAPPED,
     UC_HOOK_CODE,
-    UC_HOOK_INTR,
     UC_HOOK_MEM_INVALID,
     UC_MEM_FETCH_PROT,
     UC_MEM_FETCH_UNMAPPED,
@@ -45,7 +45,15 @@ from . import native
 from .bus import Bus
 from .clock import Clock
 from .core import NO_DEADLINE, Core
-from .cycles import COND_PENALTY, F_COND, F_CONDNEXT, block_cost, disassemble_one, one_instruction_cost
+from .cycles import (
+    COND_PENALTY,
+    F_COND,
+    F_CONDNEXT,
+    block_cost,
+    disassemble_one,
+    loop_can_idle,
+    one_instruction_cost,
+)
 from .errors import UsageError
 from .exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from .semihosting import Exit, Semihosting
@@ -67,6 +75,7 @@ class StopReason(str, Enum):
     RETURNED = "returned"  # call() finished
     STEP = "step"  # step() executed its instruction
     RESET = "reset"  # the firmware requested a system reset and reset_stops is set
+    STUCK = "stuck"  # an endless loop that no interrupt can ever leave
 
 
 @dataclass
@@ -120,21 +129,39 @@ class RunLoop:
         self.clock_hz = clock.hz
         self.breakpoints: set[int] = set()
         self.debugger_attached = False  # BKPT halts instead of faulting
-        self.sleep_cycles = 0
         self._bp_hooks: dict[int, int] = {}
         self._py_stop: tuple | None = None
         self._skip_bp: int | None = None
         self._mem_fault: tuple[str, int] | None = None
         self._progress: Callable[[int], None] | None = None
-        uc = core.uc
-        uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
-        uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
+        self.native_hooks_changed: Callable[[], None] = lambda: None  # breakpoints moved
+        core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
+
+    @property
+    def sleep_cycles(self) -> int:
+        return int(self.core.state.sleep_cycles)
+
+    def _native_next(self) -> int | None:
+        at = self.core.lib.pk_native_next(self.core.state_ref)
+        return None if at == NO_DEADLINE else at
+
+    def next_event(self) -> int | None:
+        """The next device event, Python's clock or a native device's."""
+        times = [t for t in (self.clock.next_deadline(), self._native_next()) if t is not None]
+        return min(times) if times else None
+
+    def run_due(self) -> None:
+        """Fire every device event due now: native devices', then the clock's."""
+        self.core.lib.pk_native_due(self.core.state_ref)
+        self.clock.run_due()
 
     # ------------------------------------------------------------------ running
     def run(self, max_cycles: int | None, until: int | None,
             progress: Callable[[int], None] | None) -> RunResult:
         budget = self.core.cycles + max_cycles if max_cycles is not None else None
         self._progress = progress
+        if until is not None:
+            self.forget_loop_verdicts()  # a loop holding 'until' must run, not be skipped
         start_wall = time.perf_counter()
         if until is not None and self.core.pc == until:
             first = self.step()  # already there: leave it before looking for it again
@@ -156,7 +183,7 @@ class RunLoop:
         next_progress = core.cycles + PROGRESS_EVERY if self._progress else None
         try:
             while True:
-                self.clock.run_due()
+                self.run_due()
                 if not core.sleeping:
                     self.exc.take_pending()
                 if budget is not None and core.cycles >= budget:
@@ -164,11 +191,13 @@ class RunLoop:
                 if next_progress is not None and core.cycles >= next_progress:
                     self._progress(core.cycles)
                     next_progress = core.cycles + PROGRESS_EVERY
-                deadline = min(x for x in (self.clock.next_deadline(), budget, next_progress, NO_DEADLINE) if x is not None)
+                deadline = min(x for x in (self.next_event(), budget, next_progress, NO_DEADLINE) if x is not None)
                 if core.sleeping:
                     self._sleep_until(deadline)
                     continue
                 core.state.deadline = deadline
+                py_next = self.clock.next_deadline()
+                core.state.py_next = NO_DEADLINE if py_next is None else py_next
                 self._execute(until)
         except Stop as stop:
             return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
@@ -181,13 +210,13 @@ class RunLoop:
         if self.nvic.would_wake():
             self.core.sleeping = False
             return
-        if self.clock.next_deadline() is None:
+        if self.next_event() is None:
             raise Stop(StopReason.SLEEP_FOREVER,
                        f"WFI at {self.describe(self.core.pc)} with no interrupt pending and no event scheduled: "
                        "the core would sleep forever")
         slept = deadline - self.core.cycles
         if slept > 0:
-            self.sleep_cycles += slept
+            self.core.state.sleep_cycles += slept
             self.clock.advance_to(deadline)
 
     def _execute(self, until: int | None) -> None:
@@ -214,6 +243,19 @@ class RunLoop:
             return
         if reason == native.STOP_ALIGN:
             self._unaligned(s.align_pc, s.align_addr)
+            return
+        if reason == native.STOP_LOOPCHK:
+            self._loop_verdict(pc_now, s.cur_end, until)
+            return
+        if reason == native.STOP_STUCK:
+            raise Stop(StopReason.STUCK, f"stuck in an endless loop at {self.describe(pc_now)} since cycle "
+                                         f"{s.loop_since:,}; no interrupt can fire")
+        if reason == native.STOP_SLEEP:  # the native WFI hook: the block is committed
+            core.set_pc(s.wfi_pc + 2)
+            if not (until is not None and s.wfi_pc + 2 == until):
+                core.sleeping = True
+            elif until is not None:
+                raise Stop(StopReason.UNTIL, f"reached {self.describe(until)}")
             return
         stop = self._py_stop
         if stop is None:
@@ -342,8 +384,16 @@ class RunLoop:
     def step(self) -> RunResult:
         """Execute exactly one instruction (taking a pending exception counts as one step)."""
         core = self.core
+        core.state.native_on = 0  # one instruction, every event through Python
         try:
-            self.clock.run_due()
+            return self._step()
+        finally:
+            core.state.native_on = int(core.fast_paths)
+
+    def _step(self) -> RunResult:
+        core = self.core
+        try:
+            self.run_due()
             if self.exc.take_pending():
                 return self.result(StopReason.STEP, message="exception entry")
             s = core.state
@@ -398,8 +448,10 @@ class RunLoop:
         uc.emu_stop()
 
     # ------------------------------------------------------------------ hooks (Python, rare)
-    def _on_interrupt(self, uc: Uc, intno: int, _: object) -> None:
+    def on_interrupt(self, intno: int) -> None:
+        """UC_HOOK_INTR cases the native hook (excmodel.c) hands to Python."""
         core = self.core
+        uc = core.uc
         pc = core.rd(A.UC_ARM_REG_PC)
         if intno == 8 and (pc | 1) in EXC_RETURNS and core.active_exception() != 0:
             # The common case, served without stopping the run: unstack and go on,
@@ -437,15 +489,43 @@ class RunLoop:
         return cost | (insns << 32) | (flags << 56)
 
     def request_check(self) -> None:
-        """The NVIC's state changed: if an exception is now takeable, stop at the next
-        block boundary to take it."""
-        if self.nvic.next_to_take(self.core.primask()) is not None:
-            self.core.state.deadline = 0
+        """The NVIC's state changed: if an exception is now takeable, take it at the
+        next block boundary (natively; while stepping, by stopping there)."""
+        s = self.core.state
+        if s.native_on:
+            s.irq_check = 1
+        elif self.nvic.next_to_take(self.core.primask()) is not None:
+            s.deadline = 0
 
     def on_schedule(self, at: int) -> None:
         """A device scheduled an event: make sure the run stops for it."""
-        if at < self.core.state.deadline:
-            self.core.state.deadline = at
+        s = self.core.state
+        if at < s.deadline:
+            s.deadline = at
+        if at < s.py_next:
+            s.py_next = at
+
+    def _loop_verdict(self, start: int, end: int, until: int | None) -> None:
+        """May the self-loop block [start, end) be fast-forwarded (idle.c)? Once per
+        block: only loads, arithmetic, compares and branches, nothing a debugger
+        watches. The answer goes to the native table; the run goes on at ``start``."""
+        s = self.core.state
+        ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end)
+        if ok:
+            try:
+                ok = loop_can_idle(self.bus.read_memory(start, end - start), start)
+            except UsageError:
+                ok = False
+        i = (start >> 1) & 255
+        s.verdict_addr[i] = start
+        s.verdict[i] = 1 if ok else 2
+
+    def forget_loop_verdicts(self) -> None:
+        """Code or breakpoints changed: decide every loop again."""
+        s = self.core.state
+        ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
+        ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
+        s.loop_start = 0xFFFFFFFF
 
     def on_reset_request(self) -> None:
         self._py_stop = ("reset",)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 guest_log = logging.getLogger("pkasim.guest")  # the firmware did something wrong
 unimp_log = logging.getLogger("pkasim.unimp")  # the model does not implement this
@@ -18,6 +19,17 @@ class IrqLine:
 
     def pulse(self) -> None:
         self._pend()
+
+
+class NativeWindow(NamedTuple):
+    """A device's native fast path: C read/write callbacks for its register window
+    (Unicorn's uc_cb_mmio_read_t/write_t), the state record they are given, and the
+    slot of the core's native state that lists it among the devices with events."""
+
+    read: Any
+    write: Any
+    state: int  # address of the device's state record
+    slot: str
 
 
 class Peripheral:

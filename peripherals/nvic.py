@@ -11,10 +11,16 @@ Interface
 Exception numbers follow the architecture: 2 NMI, 3 HardFault, 11 SVCall, 14 PendSV,
 15 SysTick, 16+n IRQn. The core asks ``next_to_take()`` at each boundary; the NVIC
 alone decides by priority (lower value wins, then lower number).
+
+The state lives in one flat ``NvicState`` record (bit masks and a priority per
+exception number) so that the core's native fast path (emulator/excmodel.c) can read
+and pend exceptions without a Python call; that C code mirrors the decisions below
+line for line, and tests/test_native_core.py checks that the two agree.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from enum import IntEnum
 
@@ -25,6 +31,7 @@ FIRST_IRQ = 16
 PRIORITY_BITS = 2  # ARMv6-M implements exactly 2 priority bits (bits 7:6)
 PRIORITY_MASK = 0xC0
 THREAD_PRIORITY = 0x100  # execution priority with nothing active: below every exception
+MAX_EXCEPTIONS = 64  # exception numbers 0..63: 16 system + at most 32 IRQs on ARMv6-M
 
 NAMES = {1: "Reset", NMI: "NMI", HARDFAULT: "HardFault", SVCALL: "SVCall", PENDSV: "PendSV", SYSTICK: "SysTick"}
 
@@ -38,6 +45,28 @@ class Reg(IntEnum):
     IPR7 = 0x31C
 
 
+class NvicState(ctypes.Structure):
+    """The exception state, as the native fast path reads it (pk_nvic in pkstate.h)."""
+
+    _fields_ = [
+        ("pending", ctypes.c_uint64),  # bit e: exception number e is pending
+        ("active", ctypes.c_uint64),  # bit e: exception number e is active
+        ("enabled", ctypes.c_uint32),  # bit n: IRQn enabled
+        ("irqs", ctypes.c_uint32),
+        ("prio", ctypes.c_int32 * MAX_EXCEPTIONS),  # by exception number
+    ]
+
+
+def _bits(mask: int) -> frozenset[int]:
+    """The exception numbers whose bits are set (few: walk the set bits only)."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return frozenset(out)
+
+
 def exception_name(exc: int) -> str:
     return NAMES.get(exc, f"IRQ{exc - FIRST_IRQ}" if exc >= FIRST_IRQ else f"exception {exc}")
 
@@ -48,45 +77,56 @@ class Nvic(Peripheral):
     def __init__(self, name: str, base: int, irqs: int = 32) -> None:
         super().__init__(name, base)
         self.irqs = irqs
+        self.state = NvicState()
         self.on_change: Callable[[], None] = lambda: None
         self.reset()
 
     def reset(self) -> None:
-        self.enabled = 0  # bit n: IRQn enabled
-        self.pending: set[int] = set()
-        self.active: set[int] = set()
-        self.irq_priority = [0] * self.irqs
-        self.system_priority = {SVCALL: 0, PENDSV: 0, SYSTICK: 0}
+        ctypes.memset(ctypes.byref(self.state), 0, ctypes.sizeof(self.state))
+        self.state.irqs = self.irqs
+        self.state.prio[NMI] = -2
+        self.state.prio[HARDFAULT] = -1
 
     # ---------------------------------------------------------------- exception state
+    @property
+    def enabled(self) -> int:
+        """Bit n: IRQn enabled."""
+        return self.state.enabled
+
+    @enabled.setter
+    def enabled(self, value: int) -> None:
+        self.state.enabled = value & ((1 << self.irqs) - 1)
+
+    @property
+    def pending(self) -> frozenset[int]:
+        return _bits(self.state.pending)
+
+    @property
+    def active(self) -> frozenset[int]:
+        return _bits(self.state.active)
+
     def priority(self, exc: int) -> int:
-        if exc == NMI:
-            return -2
-        if exc == HARDFAULT:
-            return -1
-        if exc >= FIRST_IRQ:
-            return self.irq_priority[exc - FIRST_IRQ]
-        return self.system_priority.get(exc, 0)
+        return self.state.prio[exc]
 
     def set_system_priority(self, exc: int, value: int) -> None:
-        self.system_priority[exc] = value & PRIORITY_MASK
+        self.state.prio[exc] = value & PRIORITY_MASK
         self.on_change()
 
     def set_pending(self, exc: int) -> None:
         if exc >= FIRST_IRQ + self.irqs:
             return
-        if exc not in self.pending:
-            self.pending.add(exc)
+        if not self.state.pending >> exc & 1:
+            self.state.pending |= 1 << exc
             self.on_change()
 
     def clear_pending(self, exc: int) -> None:
-        self.pending.discard(exc)
+        self.state.pending &= ~(1 << exc)
 
     def irq_line(self, irq: int) -> Callable[[], None]:
         return lambda: self.set_pending(FIRST_IRQ + irq)
 
     def _enabled(self, exc: int) -> bool:
-        return exc < FIRST_IRQ or bool(self.enabled >> (exc - FIRST_IRQ) & 1)
+        return exc < FIRST_IRQ or bool(self.state.enabled >> (exc - FIRST_IRQ) & 1)
 
     def execution_priority(self, primask: bool) -> int:
         """The running priority: the most urgent active exception, or PRIMASK's 0."""
@@ -116,11 +156,11 @@ class Nvic(Peripheral):
         return best or 0
 
     def activate(self, exc: int) -> None:
-        self.pending.discard(exc)
-        self.active.add(exc)
+        self.state.pending &= ~(1 << exc)
+        self.state.active |= 1 << exc
 
     def deactivate(self, exc: int) -> None:
-        self.active.discard(exc)
+        self.state.active &= ~(1 << exc)
         self.on_change()
 
     # ---------------------------------------------------------------- registers
@@ -134,7 +174,7 @@ class Nvic(Peripheral):
             return sum(1 << (e - FIRST_IRQ) for e in self.pending if e >= FIRST_IRQ)
         if Reg.IPR0 <= offset <= Reg.IPR7:
             n = (offset - Reg.IPR0)
-            return sum(self.irq_priority[n + i] << (8 * i) for i in range(4) if n + i < self.irqs)
+            return sum(self.priority(FIRST_IRQ + n + i) << (8 * i) for i in range(4) if n + i < self.irqs)
         return super().read(offset, size)
 
     def write(self, offset: int, size: int, value: int) -> None:
@@ -142,10 +182,10 @@ class Nvic(Peripheral):
             return
         value &= (1 << self.irqs) - 1 if offset < Reg.IPR0 else 0xFFFFFFFF
         if offset == Reg.ISER:
-            self.enabled |= value
+            self.state.enabled |= value
             self.on_change()
         elif offset == Reg.ICER:
-            self.enabled &= ~value
+            self.state.enabled &= ~value
         elif offset == Reg.ISPR:
             for n in range(self.irqs):
                 if value >> n & 1:
@@ -158,7 +198,7 @@ class Nvic(Peripheral):
             n = offset - Reg.IPR0
             for i in range(4):
                 if n + i < self.irqs:
-                    self.irq_priority[n + i] = (value >> (8 * i)) & PRIORITY_MASK
+                    self.state.prio[FIRST_IRQ + n + i] = (value >> (8 * i)) & PRIORITY_MASK
             self.on_change()
         elif offset < Reg.IPR0:
             guest_log.warning("%s: write to reserved offset 0x%03x", self.name, offset)

@@ -25,10 +25,16 @@ pure-integer service ``peripherals.pka_math`` behind its command table.
 Counters (operations by kind and by length, busy cycles, error flags, a bounded log of
 operations) describe the run since the last reset: ``reset()`` clears them, as it
 clears the registers, any operation in progress and PKA RAM.
+
+Native fast path: in a machine, ``pka_fast.c`` serves the common accesses (registers
+and PKA RAM while idle, SR, CLRFR, a valid MONTMUL from START to its done interrupt)
+without a Python call, on this model's own state record (``PkaState``), and hands
+everything else to ``read``/``write`` here. This file stays the specification.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -40,7 +46,7 @@ from emulator.clock import Clock, Event
 from emulator.config import PeripheralConfig
 from emulator.errors import ConfigError, UsageError
 
-from .base import Peripheral, guest_log
+from .base import NativeWindow, Peripheral, guest_log
 from .pka_math import COMMANDS, Command, OperandError
 
 
@@ -89,6 +95,7 @@ LOG_LIMIT = 100_000  # operations kept in the log; counts are always complete
 PARAMS = ("ram_size", "max_words", "digit_bits", "timing")
 
 
+
 class RegSpec(NamedTuple):
     """One register as data: access kind, reset value and its fields (docs/pka.md)."""
 
@@ -119,6 +126,60 @@ CAPABILITIES: dict[Reg, Callable[[Pka], int]] = {
     Reg.RAMSIZE: lambda pka: pka.ram_size // 4,
 }
 OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
+
+
+class PkaState(ctypes.Structure):
+    """The PKA's state as one record the native fast path shares (pk_pka in pka_fast.c)."""
+
+    _fields_ = [
+        ("regs", ctypes.c_uint32 * 16),  # by offset / 4
+        ("flags", ctypes.c_uint32),  # SR flag bits (BUSY comes from ``busy``)
+        ("irq_sources", ctypes.c_uint32),  # flag & enable bits at the last IRQ decision
+        ("busy", ctypes.c_uint32),  # an operation is in flight
+        ("fast_busy", ctypes.c_uint32),  # ... started by the fast path, ending at done_at
+        ("done_at", ctypes.c_uint64),
+        ("irq_exc", ctypes.c_uint32),
+        ("base", ctypes.c_uint32),
+        ("ram_size", ctypes.c_uint32),
+        ("max_words", ctypes.c_uint32),
+        ("fast_on", ctypes.c_uint32),
+        ("ram", ctypes.c_void_p),
+        ("montmul_cycles", ctypes.c_void_p),
+        ("core", ctypes.c_void_p),
+        ("py_access", ctypes.c_void_p),
+        ("p_words", ctypes.c_uint32),
+        ("p_rptr", ctypes.c_uint32),
+        ("p_start", ctypes.c_uint64),
+        ("p_cycles", ctypes.c_uint32),
+        ("pad", ctypes.c_uint32),
+        ("result", ctypes.c_uint32 * MAX_WORDS_LIMIT),
+        ("montmuls", ctypes.c_uint64),
+        ("busy_total", ctypes.c_uint64),
+        ("by_len", ctypes.c_uint64 * (MAX_WORDS_LIMIT + 1)),
+        ("log", ctypes.c_void_p),
+        ("log_n", ctypes.c_uint32),
+        ("log_cap", ctypes.c_uint32),
+        ("log_truncated", ctypes.c_uint32),
+        ("pad2", ctypes.c_uint32),
+    ]
+
+
+class _FastOp(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_uint32), ("words", ctypes.c_uint32), ("start", ctypes.c_uint64),
+                ("end", ctypes.c_uint64)]
+
+
+class _Regs:
+    """``regs[Reg.X]`` over the shared record."""
+
+    def __init__(self, state: PkaState) -> None:
+        self._s = state
+
+    def __getitem__(self, reg: int) -> int:
+        return self._s.regs[reg >> 2]
+
+    def __setitem__(self, reg: int, value: int) -> None:
+        self._s.regs[reg >> 2] = value & 0xFFFFFFFF
 
 
 class Operation(NamedTuple):
@@ -220,7 +281,17 @@ class Pka(Peripheral):
         self._cycles = _timing_table(name, timing, digit_bits, max_words)
         self.timing = {k: tuple(v) for k, v in timing.items()}
         self.size = RAM_OFFSET + ram_size
-        self.ram = bytearray(ram_size)
+        self.state = PkaState()
+        self.state.base = base
+        self.state.ram_size = ram_size
+        self.state.max_words = max_words
+        self._ram_buf = (ctypes.c_uint8 * ram_size)()
+        self.state.ram = ctypes.addressof(self._ram_buf)
+        self.ram = memoryview(self._ram_buf).cast("B")
+        self._montmul_cycles = (ctypes.c_uint32 * (max_words + 1))(*self._cycles["montmul"])
+        self.state.montmul_cycles = ctypes.addressof(self._montmul_cycles)
+        self.regs = _Regs(self.state)
+        self._native = None  # the fast path's library, once a machine attaches it
         self._event: Event | None = None
         self._pending: _Pending | None = None
         self.reset()
@@ -251,25 +322,102 @@ class Pka(Peripheral):
             self._event.cancel()
         self._event = None
         self._pending = None
-        self.regs = {reg: spec.reset for reg, spec in REGISTERS.items()}
-        self.regs.update({reg: value(self) for reg, value in CAPABILITIES.items()})
-        self.flags = 0  # SR flag bits (BUSY is derived from _pending)
-        self._irq_sources = 0  # flag & enable bits at the last _update_irq()
+        for reg, spec in REGISTERS.items():
+            self.regs[reg] = spec.reset
+        for reg, value in CAPABILITIES.items():
+            self.regs[reg] = value(self)
+        st = self.state
+        st.flags = 0  # SR flag bits
+        st.irq_sources = 0  # flag & enable bits at the last _update_irq()
+        st.busy = st.fast_busy = 0
+        st.done_at = 0
         self.ram[:] = bytes(self.ram_size)
         self.clear_counters()
 
     def clear_counters(self) -> None:
-        self.operations: Counter[str] = Counter()
-        self.by_length: Counter[tuple[str, int]] = Counter()
+        self._operations: Counter[str] = Counter()
+        self._by_length: Counter[tuple[str, int]] = Counter()
         self.errors: Counter[str] = Counter({flag: 0 for flag in ERROR_FLAGS.values()})
-        self.busy_total = 0
-        self.log: list[Operation] = []
-        self.log_truncated = False
+        self._busy_total = 0
+        self._log: list[Operation] = []
+        self._log_truncated = False
+        st = self.state
+        st.montmuls = st.busy_total = 0
+        ctypes.memset(st.by_len, 0, ctypes.sizeof(st.by_len))
+        if self._native is not None:
+            self._native.pk_pka_free_log(ctypes.byref(st))
         self._counting_since = self.clock.now
+
+    # ------------------------------------------------------------- the shared record
+    @property
+    def flags(self) -> int:
+        return self.state.flags
+
+    @flags.setter
+    def flags(self, value: int) -> None:
+        self.state.flags = value
+
+    @property
+    def _irq_sources(self) -> int:
+        return self.state.irq_sources
+
+    @_irq_sources.setter
+    def _irq_sources(self, value: int) -> None:
+        self.state.irq_sources = value
 
     @property
     def busy(self) -> bool:
-        return self._pending is not None
+        return bool(self.state.busy)
+
+    # ------------------------------------------------------------- counters (both paths)
+    @property
+    def operations(self) -> Counter[str]:
+        ops = Counter(self._operations)
+        if self.state.montmuls:
+            ops["MONTMUL"] += self.state.montmuls
+        return ops
+
+    @property
+    def by_length(self) -> Counter[tuple[str, int]]:
+        lengths = Counter(self._by_length)
+        for words in range(1, self.max_words + 1):
+            if self.state.by_len[words]:
+                lengths[("montmul", words)] += self.state.by_len[words]
+        return lengths
+
+    @property
+    def busy_total(self) -> int:
+        return self._busy_total + self.state.busy_total
+
+    @property
+    def log(self) -> list[Operation]:
+        st = self.state
+        if not st.log_n:
+            return list(self._log)
+        fast = ctypes.cast(st.log, ctypes.POINTER(_FastOp * st.log_n)).contents
+        merged = self._log + [Operation("MONTMUL", op.words, op.start, op.end) for op in fast]
+        merged.sort(key=lambda op: op.start_cycle)
+        return merged[:LOG_LIMIT]
+
+    @property
+    def log_truncated(self) -> bool:
+        return self._log_truncated or bool(self.state.log_truncated) or len(self._log) + self.state.log_n > LOG_LIMIT
+
+    # ------------------------------------------------------------- native fast path
+    def attach_native(self, lib: ctypes.CDLL, core: int, irq_exc: int, slow_path: int) -> NativeWindow:
+        """Let the fast path (pka_fast.c, in ``lib``) serve this PKA in the machine whose
+        native state is at address ``core``. ``irq_exc`` is the exception number its
+        IRQ line pends; ``slow_path`` is the C-callable function through which the
+        fast path hands an access back to ``read``/``write``."""
+        if lib.pk_sizeof_pka() != ctypes.sizeof(PkaState):
+            raise UsageError("the native PKA fast path does not match pka.py: rebuild with 'pip install -e .'")
+        self._native = lib
+        st = self.state
+        st.core = core
+        st.irq_exc = irq_exc
+        st.py_access = slow_path
+        st.fast_on = 1
+        return NativeWindow(lib.pk_pka_read, lib.pk_pka_write, ctypes.addressof(st), "pka")
 
     def _update_irq(self) -> None:
         """The one place the IRQ output is decided: pulse when a flag & enable pair rises."""
@@ -415,6 +563,7 @@ class Pka(Peripheral):
         cycles = self._cycles[command.key][words]
         start = self.clock.now
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, carry, cycles, start)
+        self.state.busy = 1
         self._event = self.clock.schedule(start + cycles, self._finish, self.name)
         return None
 
@@ -425,16 +574,17 @@ class Pka(Peripheral):
         self._event = None
         if p is None:
             return
+        self.state.busy = 0
         self.poke(p.rptr, p.result, p.words)
         self.regs[Reg.CARRY] = p.carry
         self.regs[Reg.LASTCYC] = p.cycles
-        self.operations[p.command.name] += 1
-        self.by_length[(p.command.key, p.words)] += 1
-        self.busy_total += p.cycles
-        if len(self.log) < LOG_LIMIT:
-            self.log.append(Operation(p.command.name, p.words, p.start, p.start + p.cycles))
+        self._operations[p.command.name] += 1
+        self._by_length[(p.command.key, p.words)] += 1
+        self._busy_total += p.cycles
+        if len(self._log) < LOG_LIMIT:
+            self._log.append(Operation(p.command.name, p.words, p.start, p.start + p.cycles))
         else:
-            self.log_truncated = True
+            self._log_truncated = True
         self._raise_flag(SR_PROCENDF)
 
     # ------------------------------------------------------------- reports

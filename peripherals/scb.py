@@ -56,11 +56,13 @@ class Scb(Peripheral):
         self.has_vtor = has_vtor
         self.active_exception = active_exception
         self.on_reset_request: Callable[[], None] = lambda: None
+        self.on_change: Callable[[], None] = lambda: None  # VTOR or SCR changed (the core caches both)
         self.reset()
 
     def reset(self) -> None:
         self.vtor = 0
         self.scr = 0
+        self.on_change()
 
     @property
     def sleep_on_exit(self) -> bool:
@@ -116,6 +118,7 @@ class Scb(Peripheral):
         elif offset == Reg.VTOR:
             if self.has_vtor:
                 self.vtor = value & 0xFFFFFF80
+                self.on_change()
             else:
                 guest_log.warning("%s: VTOR written but this core has none (config core.vtor)", self.name)
         elif offset == Reg.AIRCR:
@@ -125,6 +128,7 @@ class Scb(Peripheral):
                 self.on_reset_request()
         elif offset == Reg.SCR:
             self.scr = value & SCR_MASK
+            self.on_change()
         elif offset == Reg.CCR:
             pass  # read-only on ARMv6-M
         elif offset == Reg.SHPR2:

@@ -89,11 +89,24 @@ def test_store_to_flash_is_a_fault(make_machine, elf):
 
 
 def test_budget_ends_a_run_that_never_exits(make_machine, elf):
-    """``b .`` (e7fe) forever."""
+    """``adds r0, #1; b .-2`` (3001 e7fd) forever: a loop that changes a register each
+    time round, so it is run, not fast-forwarded, until the budget."""
     m = make_machine()
     m.load(elf("bench"))
-    m.write_memory(SRAM_CODE, bytes.fromhex("fee7"))
+    m.write_memory(SRAM_CODE, bytes.fromhex("0130fde7"))
     m.set_reg("pc", SRAM_CODE)
     r = m.run(max_cycles=3000)
     assert r.reason == StopReason.BUDGET
     assert 3000 <= r.cycles < 3010
+
+
+def test_branch_to_itself_with_nothing_to_interrupt_it_stops_at_once(make_machine, elf):
+    """``b .`` (e7fe) with no event scheduled can never end: the run says so at once
+    instead of spending the budget (docs/cycle-model.md, idle loops)."""
+    m = make_machine()
+    m.load(elf("bench"))
+    m.write_memory(SRAM_CODE, bytes.fromhex("fee7"))
+    m.set_reg("pc", SRAM_CODE)
+    r = m.run(max_cycles=10**9)
+    assert r.reason == StopReason.STUCK
+    assert r.cycles < 100 and "no interrupt can fire" in r.message

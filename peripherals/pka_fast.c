@@ -1,0 +1,339 @@
+/*
+ * The PKA's common path in native code: register and PKA RAM accesses, a MONTMUL
+ * from START to its end, and the done interrupt, without a Python call.
+ *
+ * peripherals/pka.py is the model and the reference: its register map, rules and
+ * maths (pka_math.py) are the specification (docs/pka.md). This file serves only what
+ * those rules let through untouched: word accesses to registers and PKA RAM while
+ * idle, CLRFR, SR, and a START of MONTMUL with valid operands whose result the CIOS
+ * product below reduces completely. Anything else (a wrong size, a reserved offset,
+ * a write while BUSY, a refused START, the other operations) is handed to pka.py
+ * through ``py_access``, on the same state record, so both paths see one PKA.
+ * tests/test_pka_fast.py drives both with the same random programs and compares.
+ *
+ * Register map (docs/pka.md): 0x00 CR, 0x04 SR, 0x08 CLRFR, 0x0C LEN, 0x10 APTR,
+ * 0x14 BPTR, 0x18 NPTR, 0x1C RPTR, 0x20 CARRY, 0x24 LASTCYC, 0x28 MAXLEN, 0x2C RAMSIZE;
+ * PKA RAM at 0x400.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pkstate.h"
+
+enum { CR = 0, SR, CLRFR, LEN, APTR, BPTR, NPTR, RPTR, CARRY, LASTCYC, MAXLEN, RAMSIZE, NREGS };
+
+#define REG_WINDOW 0x30u
+#define RAM_OFFSET 0x400u
+#define CR_EN (1u << 0)
+#define CR_START (1u << 1)
+#define CR_OPCODE_SHIFT 8
+#define CR_OPCODE (0x3Fu << CR_OPCODE_SHIFT)
+#define CR_WRITABLE (CR_EN | CR_OPCODE | (1u << 17) | (1u << 19) | (1u << 20) | (1u << 21))
+#define SR_BUSY (1u << 16)
+#define SR_PROCENDF (1u << 17)
+#define SR_FLAGS ((1u << 17) | (1u << 19) | (1u << 20) | (1u << 21))
+#define OP_MONTMUL 1
+#define MAX_WORDS 128
+#define LOG_LIMIT 100000
+
+typedef uint32_t (*pk_py_access_fn)(uint32_t offset, uint32_t size, uint32_t value, uint32_t write,
+                                    uint32_t time_offset);
+
+typedef struct {
+    uint32_t op, words;
+    uint64_t start, end;
+} pk_pka_op;
+
+/* Mirrored by peripherals/pka.py PkaState. */
+typedef struct {
+    uint32_t regs[16];      /* by offset / 4 (SR's word unused: flags + busy below) */
+    uint32_t flags;         /* SR flag bits */
+    uint32_t irq_sources;   /* flag & enable bits at the last IRQ decision */
+    uint32_t busy;          /* an operation is in flight (this path's or pka.py's) */
+    uint32_t fast_busy;     /* ... and it is this path's: it ends at done_at */
+    uint64_t done_at;
+    uint32_t irq_exc;       /* exception number the IRQ line pends; 0: not wired */
+    uint32_t base;          /* bus address of the window */
+    uint32_t ram_size, max_words, fast_on;
+    uint8_t *ram;
+    const uint32_t *montmul_cycles; /* busy cycles by LEN, index 0 unused */
+    pk_state *core;
+    pk_py_access_fn py_access;
+    /* the operation in flight */
+    uint32_t p_words, p_rptr;
+    uint64_t p_start;
+    uint32_t p_cycles, pad;
+    uint32_t result[MAX_WORDS];
+    /* what this path did (pka.py adds its own counts) */
+    uint64_t montmuls, busy_total;
+    uint64_t by_len[MAX_WORDS + 1];
+    pk_pka_op *log;
+    uint32_t log_n, log_cap, log_truncated, pad2;
+} pk_pka;
+
+/* ------------------------------------------------------------------ maths */
+
+/* -n^-1 mod 2^32 for odd n (Newton: each step doubles the correct bits). */
+static uint32_t neg_inv32(uint32_t n0) {
+    uint32_t x = n0;
+    for (int i = 0; i < 5; i++) x *= 2u - n0 * x;
+    return 0u - x;
+}
+
+static int geq(const uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
+    if (top) return 1;
+    for (uint32_t i = w; i-- > 0;)
+        if (t[i] != n[i]) return t[i] > n[i];
+    return 1;
+}
+
+static uint32_t sub_n(uint32_t *t, const uint32_t *n, uint32_t w) {
+    uint64_t borrow = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        uint64_t d = (uint64_t)t[i] - n[i] - borrow;
+        t[i] = (uint32_t)d;
+        borrow = (d >> 63) & 1;
+    }
+    return (uint32_t)borrow;
+}
+
+/* The same product on 64-bit limbs (even w): a quarter of the multiplications. */
+static uint64_t neg_inv64(uint64_t n0) {
+    uint64_t x = n0;
+    for (int i = 0; i < 6; i++) x *= 2u - n0 * x;
+    return 0u - x;
+}
+
+static int geq64(const uint64_t *t, uint64_t top, const uint64_t *n, uint32_t w) {
+    if (top) return 1;
+    for (uint32_t i = w; i-- > 0;)
+        if (t[i] != n[i]) return t[i] > n[i];
+    return 1;
+}
+
+static uint64_t sub64(uint64_t *t, const uint64_t *n, uint32_t w) {
+    unsigned __int128 borrow = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        unsigned __int128 d = (unsigned __int128)t[i] - n[i] - borrow;
+        t[i] = (uint64_t)d;
+        borrow = (d >> 127) & 1;
+    }
+    return (uint64_t)borrow;
+}
+
+static int montmul64(uint32_t *r, const uint32_t *a32, const uint32_t *b32, const uint32_t *n32, uint32_t w32) {
+    uint32_t w = w32 / 2;
+    uint64_t a[MAX_WORDS / 2], b[MAX_WORDS / 2], n[MAX_WORDS / 2], t[MAX_WORDS / 2 + 2];
+    memcpy(a, a32, 4u * w32); /* little-endian words: two 32-bit words are one 64-bit limb */
+    memcpy(b, b32, 4u * w32);
+    memcpy(n, n32, 4u * w32);
+    uint64_t ninv = neg_inv64(n[0]);
+    memset(t, 0, sizeof(uint64_t) * (w + 2));
+    for (uint32_t i = 0; i < w; i++) {
+        unsigned __int128 c = 0;
+        uint64_t bi = b[i];
+        for (uint32_t j = 0; j < w; j++) {
+            c += (unsigned __int128)a[j] * bi + t[j];
+            t[j] = (uint64_t)c;
+            c >>= 64;
+        }
+        c += t[w];
+        t[w] = (uint64_t)c;
+        t[w + 1] = (uint64_t)(c >> 64);
+        uint64_t m = t[0] * ninv;
+        c = ((unsigned __int128)m * n[0] + t[0]) >> 64;
+        for (uint32_t j = 1; j < w; j++) {
+            c += (unsigned __int128)m * n[j] + t[j];
+            t[j - 1] = (uint64_t)c;
+            c >>= 64;
+        }
+        c += t[w];
+        t[w - 1] = (uint64_t)c;
+        t[w] = t[w + 1] + (uint64_t)(c >> 64);
+    }
+    for (int k = 0; k < 4 && geq64(t, t[w], n, w); k++) t[w] -= sub64(t, n, w);
+    if (geq64(t, t[w], n, w)) return -1;
+    memcpy(r, t, 4u * w32);
+    return 0;
+}
+
+/* r = a * b * 2^(-32w) mod n (CIOS, Koc et al. 1996), fully reduced; -1 when the
+ * product is left above 4n (a tiny n under long operands): pka.py reduces those. */
+int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
+    if (w % 2 == 0) return montmul64(r, a, b, n, w);
+    uint32_t t[MAX_WORDS + 2];
+    uint32_t ninv = neg_inv32(n[0]);
+    memset(t, 0, sizeof(uint32_t) * (w + 2));
+    for (uint32_t i = 0; i < w; i++) {
+        uint64_t c = 0, bi = b[i];
+        for (uint32_t j = 0; j < w; j++) {
+            c += (uint64_t)t[j] + (uint64_t)a[j] * bi;
+            t[j] = (uint32_t)c;
+            c >>= 32;
+        }
+        c += t[w];
+        t[w] = (uint32_t)c;
+        t[w + 1] = (uint32_t)(c >> 32);
+        uint64_t m = (uint32_t)(t[0] * ninv);
+        c = ((uint64_t)t[0] + m * n[0]) >> 32;
+        for (uint32_t j = 1; j < w; j++) {
+            c += (uint64_t)t[j] + m * n[j];
+            t[j - 1] = (uint32_t)c;
+            c >>= 32;
+        }
+        c += t[w];
+        t[w - 1] = (uint32_t)c;
+        t[w] = t[w + 1] + (uint32_t)(c >> 32);
+    }
+    for (int k = 0; k < 4 && geq(t, t[w], n, w); k++) t[w] -= sub_n(t, n, w);
+    if (geq(t, t[w], n, w)) return -1;
+    memcpy(r, t, sizeof(uint32_t) * w);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ state */
+
+static void update_irq(pk_pka *p) {
+    uint32_t sources = p->flags & p->regs[CR] & SR_FLAGS;
+    uint32_t rose = sources & ~p->irq_sources;
+    p->irq_sources = sources;
+    if (rose && p->irq_exc) pk_pend(p->core, p->irq_exc);
+}
+
+uint64_t pk_pka_next(void *pka) {
+    pk_pka *p = pka;
+    return p->fast_busy ? p->done_at : PK_NO_EVENT;
+}
+
+/* The busy time has passed: the result lands in PKA RAM, PROCENDF rises (Pka._finish). */
+void pk_pka_finish(void *pka) {
+    pk_pka *p = pka;
+    if (!p->fast_busy) return;
+    p->fast_busy = 0;
+    p->busy = 0;
+    memcpy(p->ram + p->p_rptr, p->result, 4u * p->p_words);
+    p->regs[CARRY] = 0;
+    p->regs[LASTCYC] = p->p_cycles;
+    p->montmuls += 1;
+    p->by_len[p->p_words] += 1;
+    p->busy_total += p->p_cycles;
+    if (p->log_n < LOG_LIMIT) {
+        if (p->log_n == p->log_cap) {
+            uint32_t cap = p->log_cap ? p->log_cap * 2 : 4096;
+            pk_pka_op *grown = realloc(p->log, sizeof(pk_pka_op) * cap);
+            if (grown) {
+                p->log = grown;
+                p->log_cap = cap;
+            }
+        }
+        if (p->log_n < p->log_cap) {
+            pk_pka_op *op = &p->log[p->log_n++];
+            op->op = OP_MONTMUL;
+            op->words = p->p_words;
+            op->start = p->p_start;
+            op->end = p->p_start + p->p_cycles;
+        }
+    } else {
+        p->log_truncated = 1;
+    }
+    p->flags |= SR_PROCENDF;
+    update_irq(p);
+}
+
+static int operand_ok(const pk_pka *p, uint32_t ptr, uint32_t words) {
+    return ptr % 4 == 0 && (uint64_t)ptr + 4u * words <= p->ram_size;
+}
+
+/* START of a MONTMUL this path can serve, computed now and due at done_at; -1 (and
+ * nothing changed) for pka.py to check, refuse or compute. */
+static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
+    uint32_t words = p->regs[LEN];
+    if (!(cr & CR_EN) || ((cr & CR_OPCODE) >> CR_OPCODE_SHIFT) != OP_MONTMUL) return -1;
+    if (words < 1 || words > p->max_words || words > MAX_WORDS) return -1;
+    if (!operand_ok(p, p->regs[APTR], words) || !operand_ok(p, p->regs[BPTR], words) ||
+        !operand_ok(p, p->regs[RPTR], words) || !operand_ok(p, p->regs[NPTR], words))
+        return -1;
+    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS];
+    memcpy(a, p->ram + p->regs[APTR], 4u * words);
+    memcpy(b, p->ram + p->regs[BPTR], 4u * words);
+    memcpy(n, p->ram + p->regs[NPTR], 4u * words);
+    if (!(n[0] & 1)) return -1; /* even N: OPERRF, in pka.py */
+    int big = n[0] > 1;
+    for (uint32_t i = 1; i < words && !big; i++) big = n[i] != 0;
+    if (!big) return -1;        /* N <= 1: OPERRF */
+    if (pk_montmul(p->result, a, b, n, words) != 0) return -1;
+    p->p_words = words;
+    p->p_rptr = p->regs[RPTR];
+    p->p_cycles = p->montmul_cycles[words];
+    p->p_start = now;
+    p->done_at = now + p->p_cycles;
+    p->busy = 1;
+    p->fast_busy = 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the bus side */
+
+/* Every access finds its instruction in the block (pk_access_offset), whichever path
+ * serves it, so that repeated accesses to one address keep their program order. */
+
+uint64_t pk_pka_read(void *uc, uint64_t offset, unsigned size, pk_pka *p) {
+    (void)uc;
+    uint32_t off = (uint32_t)offset;
+    uint32_t toff = pk_access_offset(p->core, p->base + off);
+    if (size == 4 && off % 4 == 0 && p->fast_on) {
+        if (off >= RAM_OFFSET && off < RAM_OFFSET + p->ram_size) {
+            if (!p->busy) {
+                uint32_t v;
+                memcpy(&v, p->ram + off - RAM_OFFSET, 4);
+                return v;
+            }
+        } else if (off == 4 * SR) {
+            return p->flags | (p->busy ? SR_BUSY : 0);
+        } else if (off < REG_WINDOW && off != 4 * CLRFR) {
+            return p->regs[off / 4];
+        }
+    }
+    return p->py_access(off, size, 0, 0, toff);
+}
+
+void pk_pka_write(void *uc, uint64_t offset, unsigned size, uint64_t value, pk_pka *p) {
+    (void)uc;
+    uint32_t off = (uint32_t)offset, v = (uint32_t)value;
+    uint32_t toff = pk_access_offset(p->core, p->base + off);
+    if (size == 4 && off % 4 == 0 && p->fast_on) {
+        if (off >= RAM_OFFSET && off < RAM_OFFSET + p->ram_size) {
+            if (!p->busy) {
+                memcpy(p->ram + off - RAM_OFFSET, &v, 4);
+                return;
+            }
+        } else if (off == 4 * CLRFR) {
+            p->flags &= ~(v & SR_FLAGS);
+            update_irq(p);
+            return;
+        } else if (!p->busy) {
+            if (off == 4 * LEN || off == 4 * APTR || off == 4 * BPTR || off == 4 * NPTR || off == 4 * RPTR) {
+                p->regs[off / 4] = v;
+                return;
+            }
+            if (off == 4 * CR && !(v & ~(CR_WRITABLE | CR_START))) {
+                uint32_t old = p->regs[CR];
+                p->regs[CR] = v & CR_WRITABLE;
+                if (!(v & CR_START) || start_fast(p, v & CR_WRITABLE, p->core->cycles + toff) == 0) {
+                    update_irq(p);
+                    return;
+                }
+                p->regs[CR] = old; /* pka.py checks, refuses or computes it */
+            }
+        }
+    }
+    p->py_access(off, size, v, 1, toff);
+}
+
+uint32_t pk_sizeof_pka(void) { return (uint32_t)sizeof(pk_pka); }
+
+void pk_pka_free_log(pk_pka *p) {
+    free(p->log);
+    p->log = NULL;
+    p->log_n = p->log_cap = p->log_truncated = 0;
+}

@@ -1,0 +1,171 @@
+"""The native fast paths (exception entry/return, WFI sleep, idle-loop fast-forward,
+the PKA's common path) change speed, never results: every image gives the same
+cycles, instructions, sleep, exceptions, device counters and output with them off
+(everything through the Python models, which specify the behaviour) and on."""
+
+from __future__ import annotations
+
+import ctypes
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from emulator import native
+from emulator.rsakey import demo_key
+from emulator.runloop import StopReason
+from peripherals.nvic import FIRST_IRQ, HARDFAULT, NMI, PENDSV, SVCALL, SYSTICK, Nvic
+
+IMAGES = ["hello", "systick", "nested", "fault", "timing", "spin"]
+BUDGET = 48_000_000 * 60
+
+
+def _outcome(m, result):
+    return (result.reason, result.exit_code, result.cycles, result.instructions, result.sleep_cycles,
+            sorted(m.exceptions_taken.items()), m.stdout.getvalue(), m.stderr.getvalue(),
+            [dev.stats() for dev in m.peripherals.values()])
+
+
+def _run(make_machine, path, fast, symbols=()):
+    m = make_machine()
+    m.load(path)
+    for name, data in symbols:
+        m.write_symbol(name, data)
+    m.fast_paths = fast
+    return _outcome(m, m.run(max_cycles=BUDGET))
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_image_runs_identically_with_and_without_fast_paths(make_machine, elf, image):
+    assert _run(make_machine, elf(image), True) == _run(make_machine, elf(image), False)
+
+
+def test_rsa2048_on_the_pka_runs_identically_with_and_without_fast_paths(make_machine, elf):
+    """The PKA firmware end to end: thousands of MONTMULs, their interrupts and sleeps."""
+    key = demo_key(2048)
+    msg = 0x1234567 % key.n
+    symbols = [("rsa_input_key", key.pack()), ("rsa_input_msg", msg.to_bytes(256, "big")),
+               ("rsa_op", bytes(4)), ("rsa_check", bytes(4))]
+    fast = _run(make_machine, elf("xrsa_opt"), True, symbols)
+    assert fast[0] == StopReason.EXIT and fast[1] == 0
+    assert fast == _run(make_machine, elf("xrsa_opt"), False, symbols)
+
+
+def test_spinning_main_loop_with_nothing_to_interrupt_it_stops_at_once_as_stuck(make_machine, elf):
+    m = make_machine()
+    m.load(elf("spin"))
+    m.write_symbol("spin_mode", (1).to_bytes(4, "little"))
+    result = m.run(max_cycles=BUDGET)
+    assert result.reason == StopReason.STUCK
+    assert "stuck in an endless loop at main+" in result.message and "no interrupt can fire" in result.message
+    assert result.cycles < 1000  # stopped where it got stuck, not at the budget
+
+
+def test_hardfault_handler_spinning_after_a_fault_stops_as_stuck_with_the_fault(make_machine, elf):
+    m = make_machine()
+    m.load(elf("spin"))
+    m.write_symbol("spin_mode", (2).to_bytes(4, "little"))
+    result = m.run(max_cycles=BUDGET)
+    assert result.reason == StopReason.STUCK
+    assert "HardFault_Handler" in result.message
+    assert result.fault is not None and "unaligned access" in result.fault.cause
+
+
+def test_spinning_main_loop_reaches_each_systick_at_the_same_cycle_as_without_fast_forward(make_machine, elf):
+    """`while (1);` with SysTick at 1 ms: the fast-forward lands every tick exactly."""
+    def ticks(fast):
+        m = make_machine()
+        m.load(elf("spin"))
+        m.write_symbol("spin_mode", (0).to_bytes(4, "little"))
+        m.fast_paths = fast
+        m.add_breakpoint(m.image.symbol("SysTick_Handler").address)
+        seen = []
+        for _ in range(3):
+            r = m.run(max_cycles=BUDGET)
+            assert r.reason == StopReason.BREAKPOINT
+            seen.append((m.cycles, m.instructions))
+        return seen
+
+    assert ticks(True) == ticks(False)
+
+
+def test_poll_of_a_ram_flag_is_fast_forwarded_to_the_interrupt_that_sets_it(make_machine, elf):
+    fast = _run(make_machine, elf("spin"), True, [("spin_mode", (3).to_bytes(4, "little"))])
+    slow = _run(make_machine, elf("spin"), False, [("spin_mode", (3).to_bytes(4, "little"))])
+    assert fast == slow
+    assert fast[1] == 0  # the poll saw the flag the first SysTick set
+
+
+# ------------------------------------------------------------------ the NVIC's decisions in C
+
+def _nvic_from(pending, active, enabled, prios):
+    n = Nvic("nvic", 0xE000E100, irqs=32)
+    n.state.pending, n.state.active, n.state.enabled = pending, active, enabled
+    for e, p in prios.items():
+        n.state.prio[e] = p
+    return n
+
+
+EXC = st.sampled_from([NMI, HARDFAULT, SVCALL, PENDSV, SYSTICK] + [FIRST_IRQ + i for i in range(32)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(pending=st.sets(EXC), active=st.sets(EXC), enabled=st.integers(0, 2**32 - 1),
+       prio=st.dictionaries(st.sampled_from([SVCALL, PENDSV, SYSTICK] + [FIRST_IRQ + i for i in range(32)]),
+                            st.sampled_from([0, 0x40, 0x80, 0xC0])),
+       primask=st.booleans())
+def test_native_nvic_decides_what_to_take_as_the_python_model_does(pending, active, enabled, prio, primask):
+    lib = native.load()
+    n = _nvic_from(sum(1 << e for e in pending), sum(1 << e for e in active), enabled, prio)
+    expected = n.next_to_take(primask)
+    assert lib.pk_next_to_take(ctypes.byref(n.state), int(primask)) == (-1 if expected is None else expected)
+    assert bool(lib.pk_would_wake(ctypes.byref(n.state))) == n.would_wake()
+
+
+# ------------------------------------------------------------------ the PKA's MONTMUL in C
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.integers(1, 128), data=st.data())
+def test_native_montmul_equals_the_python_maths_or_declines(words, data):
+    lib = native.load()
+    bits = 32 * words
+    n = data.draw(st.integers(3, 2**bits - 1)) | 1
+    a = data.draw(st.integers(0, 2**bits - 1))
+    b = data.draw(st.integers(0, 2**bits - 1))
+    arr = ctypes.c_uint32 * words
+    r = arr()
+    rc = lib.pk_montmul(r, arr.from_buffer_copy(a.to_bytes(4 * words, "little")),
+                        arr.from_buffer_copy(b.to_bytes(4 * words, "little")),
+                        arr.from_buffer_copy(n.to_bytes(4 * words, "little")), words)
+    if rc == 0:
+        assert int.from_bytes(bytes(r), "little") == a * b * pow(2, -bits, n) % n
+    else:
+        assert n.bit_length() < bits - 1  # declines only for a modulus well below the operand length
+
+
+def test_native_montmul_serves_full_length_moduli():
+    lib = native.load()
+    rng = random.Random(7)
+    for words in (32, 64):
+        bits = 32 * words
+        n = rng.getrandbits(bits) | 1 | 1 << (bits - 1)
+        a, b = rng.getrandbits(bits), rng.getrandbits(bits)
+        arr = ctypes.c_uint32 * words
+        r = arr()
+        assert lib.pk_montmul(r, arr.from_buffer_copy(a.to_bytes(4 * words, "little")),
+                              arr.from_buffer_copy(b.to_bytes(4 * words, "little")),
+                              arr.from_buffer_copy(n.to_bytes(4 * words, "little")), words) == 0
+        assert int.from_bytes(bytes(r), "little") == a * b * pow(2, -bits, n) % n
+
+
+def test_reset_vector_to_unmapped_memory_ends_stuck_in_the_hardfault_handler_with_the_fault(make_machine, elf):
+    """A broken image whose handler spins: the fetch fault is reported, and the run
+    ends where it spins instead of running out the budget."""
+    m = make_machine()
+    m.load(elf("spin"))
+    m.write_u32(m.config.flash.base + 4, 0x10000001)  # reset vector: unmapped, Thumb bit set
+    m.reset()
+    result = m.run(max_cycles=BUDGET)
+    assert result.reason == StopReason.STUCK and "HardFault_Handler" in result.message
+    assert result.fault is not None and "0x10000000" in result.fault.cause
