@@ -38,7 +38,8 @@ from .devices import build_devices
 from .errors import LoadError, UsageError
 from .exceptions import ExceptionModel, Fault
 from .loader import Image, load_image
-from .runloop import CALL_RETURN, RunLoop, RunResult, StopReason
+from .results import RunResult, StopReason
+from .runloop import CALL_RETURN, RunLoop
 from .semihosting import Semihosting
 
 __all__ = ["CALL_RETURN", "Fault", "Machine", "RunResult", "StopReason"]

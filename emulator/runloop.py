@@ -14,8 +14,6 @@ import ctypes
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
 
 from unicorn import (
     UC_ERR_EXCEPTION,
@@ -26,7 +24,6 @@ from unicorn import (
     UC_ERR_READ_UNMAPPED,
     UC_ERR_WRITE_PROT,
     UC_ERR_WRITE_UNMAPPED,
-    UC_HOOK_CODE,
     UC_HOOK_MEM_INVALID,
     UC_MEM_FETCH_PROT,
     UC_MEM_FETCH_UNMAPPED,
@@ -42,74 +39,22 @@ from unicorn import arm_const as A
 from peripherals.nvic import SVCALL, Nvic
 
 from . import native
+from .breakpoints import Breakpoints
 from .bus import Bus
 from .clock import Clock
 from .core import NO_DEADLINE, Core
-from .cycles import (
-    COND_PENALTY,
-    F_COND,
-    F_CONDNEXT,
-    block_cost,
-    disassemble_one,
-    loop_can_idle,
-    one_instruction_cost,
-)
+from .cycles import disassemble_one, loop_can_idle
 from .errors import UsageError
 from .exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
+from .results import RunResult, Stop, StopReason
 from .semihosting import Exit, Semihosting
+from .settle import Settler
 
 guest_log = logging.getLogger("pkasim.guest")
 
 CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
 PROGRESS_EVERY = 1 << 24  # cycles between progress callbacks on long runs
 INSN_WFI, INSN_WFE = 0xBF30, 0xBF20
-
-
-class StopReason(str, Enum):
-    EXIT = "exit"  # the firmware exited through semihosting
-    BUDGET = "budget"  # the cycle budget ran out
-    LOCKUP = "lockup"  # a fault where the core cannot take HardFault
-    SLEEP_FOREVER = "sleep-forever"  # WFI with nothing that could ever wake the core
-    BREAKPOINT = "breakpoint"  # a debugger breakpoint or BKPT with a debugger attached
-    UNTIL = "until"  # reached the address run() was asked to stop at
-    RETURNED = "returned"  # call() finished
-    STEP = "step"  # step() executed its instruction
-    RESET = "reset"  # the firmware requested a system reset and reset_stops is set
-    STUCK = "stuck"  # an endless loop that no interrupt can ever leave
-
-
-@dataclass
-class RunResult:
-    """What a run() ended with; ``cycles`` and ``instructions`` count the whole session."""
-
-    reason: StopReason
-    exit_code: int | None
-    cycles: int
-    instructions: int
-    sleep_cycles: int
-    wall_seconds: float
-    clock_hz: int
-    fault: Fault | None = None
-    lockup: Fault | None = None
-    message: str = ""
-
-    @property
-    def modeled_seconds(self) -> float:
-        return self.cycles / self.clock_hz
-
-    @property
-    def mips(self) -> float:
-        return self.instructions / self.wall_seconds / 1e6 if self.wall_seconds > 0 else 0.0
-
-
-class Stop(Exception):
-    """Internal: the run loop must return this result."""
-
-    def __init__(self, reason: StopReason, message: str = "", exit_code: int | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.exit_code = exit_code
 
 
 class RunLoop:
@@ -127,14 +72,14 @@ class RunLoop:
         self.describe = describe
         self.reset = reset
         self.clock_hz = clock.hz
-        self.breakpoints: set[int] = set()
+        self._bps = Breakpoints(core, self._on_breakpoint)
         self.debugger_attached = False  # BKPT halts instead of faulting
-        self._bp_hooks: dict[int, int] = {}
         self._py_stop: tuple | None = None
-        self._skip_bp: int | None = None
         self._mem_fault: tuple[str, int] | None = None
         self._progress: Callable[[int], None] | None = None
-        self.native_hooks_changed: Callable[[], None] = lambda: None  # breakpoints moved
+        self._settler = Settler(core, bus.read_memory)
+        self.settle = self._settler.settle
+        self.fallback_cost = self._settler.fallback_cost
         core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
 
     @property
@@ -269,7 +214,7 @@ class RunLoop:
             return
         if stop[0] == "breakpoint":
             self.settle(stop[1])
-            self._skip_bp = stop[1]
+            self._bps.skip = stop[1]
             raise Stop(StopReason.BREAKPOINT, f"breakpoint at {self.describe(stop[1])}")
         if stop[0] == "check":
             return
@@ -402,13 +347,13 @@ class RunLoop:
             self._py_stop = None
             self._mem_fault = None
             pc = core.pc
-            self._skip_bp = pc
+            self._bps.skip = pc
             try:
                 core.uc.emu_start(pc | 1, 0xFFFFFFFF, count=1)
                 error = None
             except UcError as exc:
                 error = exc
-            self._skip_bp = None
+            self._bps.skip = None
             if error is not None:
                 self._handle_error(error, core.pc)
             elif s.stop_reason == native.STOP_ALIGN:
@@ -424,28 +369,19 @@ class RunLoop:
             return self.result(StopReason.LOCKUP, message=f"lockup: {lk.fault.cause}", lockup=lk.fault)
 
     # ------------------------------------------------------------------ breakpoints
+    @property
+    def breakpoints(self) -> set[int]:
+        return self._bps.addresses
+
     def add_breakpoint(self, addr: int) -> None:
-        addr &= ~1
-        if addr in self._bp_hooks:
-            return
-        self.breakpoints.add(addr)
-        self._bp_hooks[addr] = self.core.uc.hook_add(UC_HOOK_CODE, self._on_breakpoint, begin=addr, end=addr)
-        self.core.uc.ctl_remove_cache(addr, addr + 2)
+        self._bps.add(addr)
 
     def remove_breakpoint(self, addr: int) -> None:
-        addr &= ~1
-        self.breakpoints.discard(addr)
-        handle = self._bp_hooks.pop(addr, None)
-        if handle is not None:
-            self.core.uc.hook_del(handle)
-            self.core.uc.ctl_remove_cache(addr, addr + 2)
+        self._bps.remove(addr)
 
-    def _on_breakpoint(self, uc: Uc, address: int, size: int, _: object) -> None:
-        if address == self._skip_bp:
-            self._skip_bp = None
-            return
+    def _on_breakpoint(self, address: int) -> None:
         self._py_stop = ("breakpoint", address)
-        uc.emu_stop()
+        self.core.uc.emu_stop()
 
     # ------------------------------------------------------------------ hooks (Python, rare)
     def on_interrupt(self, intno: int) -> None:
@@ -481,12 +417,6 @@ class RunLoop:
         }
         self._mem_fault = (kinds.get(access, "bad memory access"), address)
         return False
-
-    def fallback_cost(self, address: int, size: int) -> int:
-        """Cost of a block outside the cost tables (the native hook asks)."""
-        data = self.bus.read_memory(address, size)
-        cost, insns, flags = block_cost(data, address, self.core.rules)
-        return cost | (insns << 32) | (flags << 56)
 
     def request_check(self) -> None:
         """The NVIC's state changed: if an exception is now takeable, take it at the
@@ -530,48 +460,3 @@ class RunLoop:
     def on_reset_request(self) -> None:
         self._py_stop = ("reset",)
         self.core.uc.emu_stop()
-
-    # ------------------------------------------------------------------ cycle settling
-    def settle(self, pc: int) -> None:
-        """Commit the block that was executing when the run stopped with PC at ``pc``."""
-        s = self.core.state
-        if not s.cur_valid:
-            return
-        start, end = s.cur_start, s.cur_end
-        if start <= pc < end:
-            cost, insns = self._partial(start, pc)
-            s.prev_valid, s.prev_end, s.prev_flags = 1, pc, 0
-        else:
-            cost, insns = s.cur_cost, s.cur_insns
-            if (s.cur_flags & F_COND) and pc == end and not self._cond_taken_to_next(s.cur_flags):
-                cost -= COND_PENALTY
-            s.prev_valid, s.prev_end, s.prev_flags = 1, end, s.cur_flags
-        s.cycles += cost
-        s.insns += insns
-        s.blocks += 1
-        s.cur_valid = 0
-
-    def _cond_taken_to_next(self, flags: int) -> bool:
-        """A B<cond> to its own fall-through: taken if its condition holds now."""
-        if not flags & F_CONDNEXT:
-            return False
-        nzcv = self.core.rd(A.UC_ARM_REG_APSR) >> 28
-        n, z, c, v = nzcv >> 3 & 1, nzcv >> 2 & 1, nzcv >> 1 & 1, nzcv & 1
-        return [z, not z, c, not c, n, not n, v, not v, c and not z, not c or z,
-                n == v, n != v, not z and n == v, z or n != v, True, True][(flags >> 4) & 0xF]
-
-    def _partial(self, start: int, stop: int) -> tuple[int, int]:
-        t = self.core.tables
-        cost = insns = 0
-        a = start
-        while a < stop:
-            h = (a - t.base) >> 1
-            if 0 <= h < t.halfwords and t.length[h]:
-                cost += t.cost[h]
-                a += 2 * t.length[h]
-            else:
-                c, size = one_instruction_cost(self.bus.read_memory(a, 4), a, self.core.rules)
-                cost += c
-                a += size
-            insns += 1
-        return cost, insns

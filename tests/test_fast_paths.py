@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emulator import native
+from emulator.machine import StopReason
 from emulator.rsakey import demo_key
-from emulator.runloop import StopReason
 from peripherals.nvic import FIRST_IRQ, HARDFAULT, NMI, PENDSV, SVCALL, SYSTICK, Nvic
 
 IMAGES = ["hello", "systick", "nested", "fault", "timing", "spin"]
