@@ -44,10 +44,12 @@ static int is_enabled(const pk_nvic *n, int e) {
     return e < FIRST_IRQ || (n->enabled >> (e - FIRST_IRQ) & 1);
 }
 
+/* Set bits in ascending order: for each pending exception, lowest number first. */
 static int best_pending(const pk_nvic *n) {
     int best = -1;
-    for (int e = 0; e < 64; e++) {
-        if (!(n->pending >> e & 1) || !is_enabled(n, e)) continue;
+    for (uint64_t m = n->pending; m; m &= m - 1) {
+        int e = __builtin_ctzll(m);
+        if (!is_enabled(n, e)) continue;
         if (best < 0 || n->prio[e] < n->prio[best]) best = e; /* ties: the lower number */
     }
     return best;
@@ -55,8 +57,10 @@ static int best_pending(const pk_nvic *n) {
 
 static int execution_priority(const pk_nvic *n, int primask) {
     int prio = THREAD_PRIORITY;
-    for (int e = 0; e < 64; e++)
-        if ((n->active >> e & 1) && n->prio[e] < prio) prio = n->prio[e];
+    for (uint64_t m = n->active; m; m &= m - 1) {
+        int e = __builtin_ctzll(m);
+        if (n->prio[e] < prio) prio = n->prio[e];
+    }
     if (primask && prio > 0) prio = 0;
     return prio;
 }

@@ -72,6 +72,7 @@ class Machine:
         self.bus.irq_exception = {pc.name: FIRST_IRQ + pc.irq for pc in config.peripherals.values()
                                   if isinstance(pc.irq, int)}
         self._wfi_hooks: dict[int, object] = {}
+        self._wfis: set[int] = set()
         self._setup_cycle_model()
         self._setup_native_exceptions()
         self.bus.map()
@@ -140,20 +141,22 @@ class Machine:
         s.vtor = self.scb.vtor if self.scb.has_vtor else 0
         s.sleep_on_exit = int(self.scb.sleep_on_exit)
 
+    def _find_wfis(self) -> None:
+        """The WFI/WFE instructions of the loaded image (once per load)."""
+        self._wfis: set[int] = set()
+        t = self.core.tables
+        for base, data in self.image.code:
+            for off in range(0, len(data) - 1, 2):
+                if data[off + 1] == 0xBF and data[off] in (0x30, 0x20):
+                    h = (base + off - t.base) >> 1
+                    if 0 <= h < t.halfwords and t.length[h] == 1:
+                        self._wfis.add(base + off)
+
     def _place_wfi_hooks(self) -> None:
         """A native hook on each WFI/WFE of the image sleeps without leaving the engine
         (none where a breakpoint sits: the breakpoint must see the instruction)."""
         uc = self.core.uc
-        wanted = set()
-        if self.image is not None:
-            t = self.core.tables
-            for base, data in self.image.code:
-                for off in range(0, len(data) - 1, 2):
-                    addr = base + off
-                    h = (addr - t.base) >> 1
-                    if 0 <= h < t.halfwords and t.length[h] == 1 and data[off + 1] == 0xBF and data[off] in (0x30, 0x20):
-                        wanted.add(addr)
-        wanted -= self._loop.breakpoints
+        wanted = self._wfis - self._loop.breakpoints
         for addr in set(self._wfi_hooks) - wanted:
             uc.hook_del(self._wfi_hooks.pop(addr))
             uc.ctl_remove_cache(addr, addr + 2)
@@ -194,6 +197,7 @@ class Machine:
         tables = CostTables(self.config.flash.base, self.config.flash.size)
         self._install_tables(tables)
         tables.fill(image.code, ImageBytes(image.segments), self.core.rules)
+        self._find_wfis()
         self._place_wfi_hooks()
         self._loop.forget_loop_verdicts()
         self.core.flush_translations()
