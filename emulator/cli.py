@@ -19,8 +19,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .config import DEFAULT_CONFIG, load_config
 from .errors import EXIT_INTERNAL, EXIT_USAGE, InputMissingError, LoadError, PkasimError, UsageError
+from .hostfiles import HostDir
 from .machine import Machine
-from .report import exit_code_for, print_summary, to_json
+from .report import abnormal_exit, exit_code_for, print_summary, to_json
 
 DEFAULT_BUDGET_SECONDS = 600  # modeled seconds before a run that never exits is stopped
 
@@ -83,7 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="before reset, fill the object SYMBOL names with the bytes of FILE (repeatable)")
     run.add_argument("--dump", metavar="SYMBOL=FILE", type=_pair, action="append", default=[],
                      help="after the run, write the bytes of the object SYMBOL names to FILE (repeatable)")
+    run.add_argument("--host-dir", metavar="DIR",
+                     help="let the firmware open, create, rename and remove files inside DIR through "
+                          "semihosting (nothing outside it; default: no host files)")
     run.add_argument("-q", "--quiet", action="store_true", help="no summary and no progress bar")
+    run.epilog = ("Arguments after -- are the firmware's command line (argv[1:]; argv[0] is FIRMWARE). "
+                  "The firmware's console input is pkasim's stdin.")
 
     bench = sub.add_parser("bench", help="RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips")
     bench.add_argument("--config", action="append", default=[], metavar="FILE",
@@ -103,9 +109,18 @@ def bench_jobs():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    guest_args: list[str] | None = None
+    if "--" in argv:  # everything after the first -- is the firmware's, untouched by argparse
+        at = argv.index("--")
+        argv, guest_args = argv[:at], argv[at + 1:]
     args = build_parser().parse_args(argv)
+    args.guest_args = guest_args or []
     console = Console(stderr=True, highlight=False)
     _setup_logging(args.verbose)
+    if guest_args is not None and args.command != "run":
+        _line(f"pkasim: error: arguments after -- are the firmware's command line; '{args.command}' takes none")
+        return EXIT_USAGE
     try:
         if args.command == "run":
             return _run(args, console)
@@ -142,6 +157,8 @@ def _setup_logging(verbose: int) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
     root.propagate = False
+    # What the model does not implement is for -v; guest mistakes show by default.
+    logging.getLogger("pkasim.unimp").setLevel(logging.NOTSET if verbose else logging.ERROR)
 
 
 def _read_file(path: str) -> bytes:
@@ -181,12 +198,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     config = load_config(args.config)
     show_progress = not args.quiet and console.is_terminal
     sinks: list[_ThroughConsole] = []
+    stdin = getattr(sys.stdin, "buffer", None)
     if show_progress and sys.stdout.isatty():
         sinks = [_ThroughConsole(console), _ThroughConsole(console)]
-        machine = Machine(config, stdout=sinks[0], stderr=sinks[1])
+        machine = Machine(config, stdout=sinks[0], stderr=sinks[1], stdin=stdin)
     else:
-        machine = Machine(config)
+        machine = Machine(config, stdin=stdin)
     machine.load(args.firmware)
+    _setup_semihosting(machine, args)
     for symbol, path in args.load:
         machine.write_symbol(symbol, _read_file(path))
     if args.dump:
@@ -232,9 +251,24 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 raise LoadError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
     if not args.quiet:
         print_summary(console, machine, result, args.firmware)
-    elif result.lockup is not None or result.reason.value in ("budget", "sleep-forever", "stuck"):
+    elif (result.lockup is not None or result.reason.value in ("budget", "sleep-forever", "stuck")
+          or abnormal_exit(machine, result)):
         _line(f"pkasim: {result.message}")
+    machine.semihosting.close_files()
     return exit_code_for(result)
+
+
+def _setup_semihosting(machine: Machine, args: argparse.Namespace) -> None:
+    """The firmware's command line (FIRMWARE then the words after --) and host directory."""
+    sh = machine.semihosting
+    sh.argv = [args.firmware, *args.guest_args]
+    if args.host_dir is not None:
+        path = Path(args.host_dir)
+        if not path.exists():
+            raise InputMissingError(f"--host-dir {args.host_dir}: no such directory")
+        if not path.is_dir():
+            raise InputMissingError(f"--host-dir {args.host_dir}: not a directory")
+        sh.host_dir = HostDir(path)
 
 
 if __name__ == "__main__":

@@ -50,10 +50,12 @@ CALL_FRAME = 256  # bytes call() leaves above the callee's SP, as a caller's fra
 class Machine:
     """One emulated chip. Build it from a ChipConfig, load() an image, then run()."""
 
-    def __init__(self, config: ChipConfig, *, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None) -> None:
+    def __init__(self, config: ChipConfig, *, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
+                 stdin: BinaryIO | None = None) -> None:
         self.config = config
         self.stdout = stdout if stdout is not None else sys.stdout.buffer
         self.stderr = stderr if stderr is not None else sys.stderr.buffer
+        self.stdin = stdin  # the firmware's console input; None reads as end of input
         self.image: Image | None = None
         self._sh: Semihosting | None = None
         self.core = core = Core()
@@ -180,8 +182,14 @@ class Machine:
     def _semihosting(self) -> Semihosting:
         if self._sh is None:
             self._sh = Semihosting(self.read_memory, self.write_memory, lambda: self.cycles,
-                                   self.config.core.clock_hz, self.stdout, self.stderr)
+                                   self.config.core.clock_hz, self.stdout, self.stderr, stdin=self.stdin,
+                                   memory=list(self.config.memory.values()), image=lambda: self.image)
         return self._sh
+
+    @property
+    def semihosting(self) -> Semihosting:
+        """The semihosting host: set its ``argv``, ``host_dir`` or ``stdin`` before a run."""
+        return self._semihosting()
 
     # ------------------------------------------------------------------ loading
     def load(self, image: Image | str | Path) -> Image:

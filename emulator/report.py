@@ -23,6 +23,13 @@ def exit_code_for(result: RunResult) -> int:
     return EXIT_BUDGET
 
 
+def abnormal_exit(machine: Machine, result: RunResult) -> bool:
+    """The firmware stopped through semihosting with a reason other than an application
+    exit (abort(), a runtime error): the run's message names it."""
+    stop = machine.semihosting.last_exit if result.reason == StopReason.EXIT else None
+    return stop is not None and not stop.normal
+
+
 def to_json(machine: Machine, result: RunResult, firmware: str) -> dict[str, Any]:
     return {
         "schema": JSON_SCHEMA,
@@ -59,7 +66,9 @@ def print_summary(console: Console, machine: Machine, result: RunResult, firmwar
     table = Table(show_header=False, box=None, padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    if result.reason == StopReason.EXIT:
+    if abnormal_exit(machine, result):
+        outcome = f"[red]{escape(result.message)}[/red]"
+    elif result.reason == StopReason.EXIT:
         outcome = f"exit code {result.exit_code}"
     else:
         outcome = f"[red]{escape(result.message or result.reason.value)}[/red]"

@@ -47,7 +47,7 @@ from .cycles import disassemble_one, loop_can_idle
 from .errors import UsageError
 from .exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from .results import RunResult, Stop, StopReason
-from .semihosting import Exit, Semihosting
+from .semihosting import Exit, Semihosting, call_name
 from .settle import Settler
 
 guest_log = logging.getLogger("pkasim.guest")
@@ -269,12 +269,12 @@ class RunLoop:
         try:
             result = self.semihosting().call(op, arg)
         except UsageError as exc:
-            guest_log.warning("semihosting call 0x%02x at %s: %s", op, self.describe(pc), exc)
+            guest_log.warning("%s at %s: %s", call_name(op), self.describe(pc), exc)
             result = -1
         core.set_pc(pc + 2)
         core.state.prev_valid = 0
         if isinstance(result, Exit):
-            raise Stop(StopReason.EXIT, f"firmware exited with code {result.code}", exit_code=result.code)
+            raise Stop(StopReason.EXIT, result.describe(), exit_code=result.code)
         core.wr(A.UC_ARM_REG_R0, result & 0xFFFFFFFF)
 
     def _unaligned(self, fault_pc: int, address: int) -> None:
