@@ -20,7 +20,7 @@ setup(
                      "peripherals/pka_fast.c"],
             include_dirs=["emulator"],
             depends=["emulator/pkstate.h"],
-            extra_compile_args=["-O2", "-std=c99"],
+            extra_compile_args=["-O3", "-std=c99"],
             py_limited_api=False,
         )
     ],
