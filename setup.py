@@ -12,14 +12,14 @@ setup(
     version="0.1.0",
     description="Cycle-exact emulator of an ARM SC000 microcontroller with a public-key accelerator",
     python_requires=">=3.10",
-    packages=["emulator", "peripherals"],
+    packages=["emulator", "emulator.commands", "emulator.trace", "peripherals"],
     ext_modules=[
         Extension(
             "emulator._cyclehook",
             sources=["emulator/cyclehook.c", "emulator/excmodel.c", "emulator/idle.c",
-                     "peripherals/pka_fast.c"],
+                     "peripherals/pka_fast.c", "emulator/observe.c"],
             include_dirs=["emulator"],
-            depends=["emulator/pkstate.h"],
+            depends=["emulator/pkstate.h", "emulator/observe.h"],
             extra_compile_args=["-O3", "-std=c99"],
             py_limited_api=False,
         )
@@ -32,6 +32,7 @@ setup(
         "rich==15.0.0",
         "cryptography==50.0.2",
         "matplotlib==3.11.2",
+        "pyvcd==0.5.1",
     ],
     extras_require={
         "dev": [

@@ -12,18 +12,14 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .config import DEFAULT_CONFIG, load_config
-from .errors import EXIT_INTERNAL, EXIT_USAGE, InputMissingError, LoadError, PkasimError, UsageError
-from .hostfiles import HostDir
-from .machine import Machine
+from .commands import COMMANDS
+from .commands.common import add_run_options, run_firmware, write_text
+from .commands.traces import Traces, add_trace_options
+from .errors import EXIT_INTERNAL, EXIT_USAGE, PkasimError, UsageError
 from .report import abnormal_exit, exit_code_for, print_summary, to_json
-
-DEFAULT_BUDGET_SECONDS = 600  # modeled seconds before a run that never exits is stopped
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,44 +48,15 @@ class _Repeats(logging.Filter):
         return n <= self.LIMIT + 1
 
 
-def _parse_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""), 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
-
-
-def _pair(text: str) -> tuple[str, str]:
-    sym, sep, path = text.partition("=")
-    if not sep or not sym or not path:
-        raise argparse.ArgumentTypeError(f"expected SYMBOL=FILE, got {text!r}")
-    return sym, path
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pkasim", description="Cycle-exact emulator of an ARM SC000 MCU with a public-key accelerator.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a firmware image headless and report cycles")
-    run.add_argument("firmware", help="the ELF image to run")
-    run.add_argument("--config", default=str(DEFAULT_CONFIG), help="chip description (YAML); default: %(default)s")
-    run.add_argument("--max-cycles", type=_parse_int, default=None,
-                     help=f"stop after this many cycles (default: {DEFAULT_BUDGET_SECONDS} modeled seconds; 0 = no limit)")
+    add_run_options(run)
     run.add_argument("--json", metavar="FILE", help="write the run summary as JSON ('-' for stdout)")
-    run.add_argument("--load", metavar="SYMBOL=FILE", type=_pair, action="append", default=[],
-                     help="before reset, fill the object SYMBOL names with the bytes of FILE (repeatable)")
-    run.add_argument("--dump", metavar="SYMBOL=FILE", type=_pair, action="append", default=[],
-                     help="after the run, write the bytes of the object SYMBOL names to FILE (repeatable)")
-    run.add_argument("--host-dir", metavar="DIR",
-                     help="let the firmware open, create, rename and remove files inside DIR through "
-                          "semihosting (nothing outside it; default: no host files)")
-    run.add_argument("-q", "--quiet", action="store_true", help="no summary and no progress bar")
-    run.epilog = ("Arguments after -- are the firmware's command line (argv[1:]; argv[0] is FIRMWARE). "
-                  "The firmware's console input is pkasim's stdin.")
+    add_trace_options(run)
 
     bench = sub.add_parser("bench", help="RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips")
     bench.add_argument("--config", action="append", default=[], metavar="FILE",
@@ -99,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--only", action="append", default=[], metavar="JOB",
                        help="run only these jobs (repeatable): " + ", ".join(j.key for j in bench_jobs()))
     bench.add_argument("--build-dir", default=None, help="where the firmware images are (default firmware/build)")
+    for command in COMMANDS.values():
+        command.add_parser(sub)
     return parser
 
 
@@ -118,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.guest_args = guest_args or []
     console = Console(stderr=True, highlight=False)
     _setup_logging(args.verbose)
-    if guest_args is not None and args.command != "run":
+    if guest_args is not None and args.command not in ("run", "profile"):
         _line(f"pkasim: error: arguments after -- are the firmware's command line; '{args.command}' takes none")
         return EXIT_USAGE
     try:
@@ -128,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .bench_cli import run_bench
 
             return run_bench(args, console)
+        if args.command in COMMANDS:
+            return COMMANDS[args.command].main(args, console)
         raise UsageError(f"unknown command {args.command}")
     except PkasimError as exc:
         _line(f"pkasim: error: {exc}")
@@ -161,114 +132,18 @@ def _setup_logging(verbose: int) -> None:
     logging.getLogger("pkasim.unimp").setLevel(logging.NOTSET if verbose else logging.ERROR)
 
 
-def _read_file(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputMissingError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputMissingError(f"{path}: cannot read: {exc.strerror}") from None
-
-
-class _ThroughConsole:
-    """Firmware output shown line by line above a live progress bar (both on the
-    terminal), so the bar never writes over it. Partial lines wait for their newline."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.pending = ""
-
-    def write(self, data: bytes) -> int:
-        self.pending += data.decode("utf-8", errors="replace")
-        *lines, self.pending = self.pending.split("\n")
-        for line in lines:
-            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        if self.pending:
-            self.console.print(self.pending, markup=False, highlight=False, soft_wrap=True)
-            self.pending = ""
-
-
 def _run(args: argparse.Namespace, console: Console) -> int:
-    config = load_config(args.config)
-    show_progress = not args.quiet and console.is_terminal
-    sinks: list[_ThroughConsole] = []
-    stdin = getattr(sys.stdin, "buffer", None)
-    if show_progress and sys.stdout.isatty():
-        sinks = [_ThroughConsole(console), _ThroughConsole(console)]
-        machine = Machine(config, stdout=sinks[0], stderr=sinks[1], stdin=stdin)
-    else:
-        machine = Machine(config, stdin=stdin)
-    machine.load(args.firmware)
-    _setup_semihosting(machine, args)
-    for symbol, path in args.load:
-        machine.write_symbol(symbol, _read_file(path))
-    if args.dump:
-        for symbol, _ in args.dump:
-            machine.image.symbol(symbol)  # fail before the run, not after it
-    budget = args.max_cycles
-    if budget is None:
-        budget = DEFAULT_BUDGET_SECONDS * config.core.clock_hz
-    elif budget == 0:
-        budget = None
-    bar_total = budget if args.max_cycles else None  # a bar against the default budget says nothing
-
-    if show_progress:
-        with Progress(TextColumn("[bold]running[/bold]"), BarColumn(), TextColumn("{task.fields[status]}"),
-                      TimeElapsedColumn(), console=console, transient=True) as bar:
-            task = bar.add_task("run", total=bar_total, status="")
-
-            def tick(cycles: int) -> None:
-                bar.update(task, completed=cycles,
-                           status=f"{cycles:,} cycles = {cycles / config.core.clock_hz:.3f} s modeled")
-
-            result = machine.run(max_cycles=budget, progress=tick)
-            for sink in sinks:
-                sink.close()
-    else:
-        result = machine.run(max_cycles=budget)
-    sys.stdout.flush()
-
-    for symbol, path in args.dump:
-        data = machine.read_symbol(symbol)
-        try:
-            Path(path).write_bytes(data)
-        except OSError as exc:
-            raise LoadError(f"{path}: cannot write dump of '{symbol}': {exc.strerror}") from None
+    traces = Traces(args)
+    machine, result = run_firmware(args, console, traces.attach if traces.wanted else None)
+    traces.close(console)
     if args.json:
-        text = json.dumps(to_json(machine, result, args.firmware), indent=2) + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
-        else:
-            try:
-                Path(args.json).write_text(text)
-            except OSError as exc:
-                raise LoadError(f"{args.json}: cannot write JSON: {exc.strerror}") from None
+        write_text(args.json, json.dumps(to_json(machine, result, args.firmware), indent=2) + "\n", "JSON")
     if not args.quiet:
         print_summary(console, machine, result, args.firmware)
     elif (result.lockup is not None or result.reason.value in ("budget", "sleep-forever", "stuck")
           or abnormal_exit(machine, result)):
         _line(f"pkasim: {result.message}")
-    machine.semihosting.close_files()
     return exit_code_for(result)
-
-
-def _setup_semihosting(machine: Machine, args: argparse.Namespace) -> None:
-    """The firmware's command line (FIRMWARE then the words after --) and host directory."""
-    sh = machine.semihosting
-    sh.argv = [args.firmware, *args.guest_args]
-    if args.host_dir is not None:
-        path = Path(args.host_dir)
-        if not path.exists():
-            raise InputMissingError(f"--host-dir {args.host_dir}: no such directory")
-        if not path.is_dir():
-            raise InputMissingError(f"--host-dir {args.host_dir}: not a directory")
-        sh.host_dir = HostDir(path)
 
 
 if __name__ == "__main__":

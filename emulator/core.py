@@ -42,6 +42,12 @@ class Core:
         self.sleeping = False  # the core is in WFI (or slept on exit) until an exception wakes it
         self.fast_paths = True  # native exception entry/return, WFI, idle loops and device paths
         self._native_hooks: list[ctypes.c_size_t] = []
+        self.obs = None  # the native observer (emulator.observe.Observation) while something observes
+
+    def observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
+        """An event for the observation API (emulator/observe.py); nothing when nothing observes."""
+        if self.obs is not None:
+            self.obs.emit(kind, self.cycles if cycle is None else cycle, a, b)
 
     def free(self) -> None:
         if self.state is not None:

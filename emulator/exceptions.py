@@ -23,6 +23,7 @@ from .config import ChipConfig
 from .core import Core
 from .cycles import disassemble_one
 from .errors import UsageError
+from .observe import Kind
 
 guest_log = logging.getLogger("pkasim.guest")
 
@@ -125,9 +126,10 @@ class ExceptionModel:
         self.nvic.activate(exc)
         name = exception_name(exc)
         self.taken[name] = self.taken.get(name, 0) + 1
+        vector = self.vector(exc)
+        core.observe(Kind.EXC_ENTRY, exc, vector)
         core.state.cycles += self.config.core.exception_entry_cycles
         core.state.prev_valid = 0
-        vector = self.vector(exc)
         if not vector & 1:
             # Vector without the Thumb bit: INVSTATE on the first instruction.
             core.set_pc(vector & ~1)
@@ -168,6 +170,7 @@ class ExceptionModel:
         core.set_pc(words[6])
         core.state.cycles += self.config.core.exception_return_cycles
         core.state.prev_valid = 0
+        core.observe(Kind.EXC_RETURN, current)
         if to_thread and self.scb.sleep_on_exit and not self.nvic.active:
             core.sleeping = True
 

@@ -83,6 +83,7 @@ void pk_pend(pk_state *s, uint32_t exc) {
     if (!(n->pending >> exc & 1)) {
         n->pending |= (uint64_t)1 << exc;
         s->irq_check = 1;
+        if (s->obs) pk_obs_emit(s->obs, PK_EV_IRQ_PEND, s->cycles, exc, 0);
     }
 }
 
@@ -137,6 +138,7 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     s->nvic->pending &= ~((uint64_t)1 << exc);
     s->nvic->active |= (uint64_t)1 << exc;
     s->taken[exc] += 1;
+    if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_ENTRY, s->cycles, (uint32_t)exc, vector);
     s->cycles += s->entry_cycles;
     s->prev_valid = 0;
     wr(s, s->regids[15], vector | 1); /* last: the engine restarts at the vector */
@@ -174,6 +176,7 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     wr(s, s->regids[12], w[4]);
     wr(s, s->regids[14], w[5]);
     s->cycles += s->return_cycles;
+    if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_RETURN, s->cycles, current, 0);
     s->prev_valid = 0;
     s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
     wr(s, s->regids[15], w[6] | 1);
@@ -213,6 +216,7 @@ void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
             return;
         }
         if (next > s->cycles) {
+            if (s->obs) pk_obs_emit(s->obs, PK_EV_SLEEP, s->cycles, 0, next - s->cycles);
             s->sleep_cycles += next - s->cycles;
             s->cycles = next;
         }

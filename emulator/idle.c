@@ -54,6 +54,7 @@ int pk_idle_loop(pk_state *s, uint32_t start, uint32_t cost, uint32_t insns) {
         uint64_t next = native < s->deadline ? native : s->deadline;
         if (next != PK_NO_EVENT && next > s->cycles) {
             uint64_t k = (next - s->cycles + cost - 1) / cost;
+            if (s->obs) pk_obs_emit(s->obs, PK_EV_SPIN, s->cycles, 0, k * cost);
             s->cycles += k * cost;
             s->insns += k * insns;
             s->blocks += k;

@@ -38,6 +38,7 @@ from .devices import build_devices
 from .errors import LoadError, UsageError
 from .exceptions import ExceptionModel, Fault
 from .loader import Image, load_image
+from .observe import Kind, Observation, Observer
 from .results import RunResult, StopReason
 from .runloop import CALL_RETURN, RunLoop
 from .semihosting import Semihosting
@@ -217,6 +218,8 @@ class Machine:
         ctypes.memset(s.taken, 0, ctypes.sizeof(s.taken))
         self._exc.taken.clear()
         self._exc.last_fault = None
+        if self.core.obs is not None:
+            self.core.obs.load(image)
         self.reset()
         return image
 
@@ -241,6 +244,7 @@ class Machine:
         s.cur_valid = 0
         s.prev_valid = 0
         core.sleeping = False
+        core.observe(Kind.RESET)
 
     # ------------------------------------------------------------------ running
     def run(self, max_cycles: int | None = None, *, until: int | str | None = None,
@@ -427,6 +431,58 @@ class Machine:
             state = getattr(dev, "state", None)
             if hasattr(state, "fast_on"):
                 state.fast_on = int(on)
+
+    # ------------------------------------------------------------------ observation
+    def observe(self, observer: Observer) -> None:
+        """Attach an observer (emulator.observe, docs/api.md): from now on it receives
+        every call, return, exception, sleep span and device event of the runs."""
+        if self.image is None:
+            raise UsageError("load an image before observing a run")
+        core = self.core
+        if core.obs is None:
+            core.obs = Observation(core.uc, core.state, self.image, self.config)
+            for dev in self.peripherals.values():
+                dev.observer = self._observe_device
+        core.obs.add(observer)
+
+    def unobserve(self, observer: Observer) -> None:
+        """Detach an observer (it gets its last events and close()); with none left,
+        the native observer is removed and runs cost nothing extra again."""
+        core = self.core
+        if core.obs is None or observer not in core.obs.observers:
+            return
+        core.obs.remove(observer)
+        if not core.obs.observers:
+            core.obs.close()
+            core.obs = None
+            for dev in self.peripherals.values():
+                dev.observer = None
+
+    def _observe_device(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
+        """A device's event, at the cycle its access happens (inside a block, too)."""
+        self.core.observe(kind, a, b, self._now.cycles if cycle is None else cycle)
+
+    def on_instructions(self, begin: int, end: int, callback: Callable[[int, int, int, int], None]) -> object:
+        """Call ``callback(address, size, cycle, instruction_number)`` before each
+        instruction in [begin, end) executes: ``cycle`` is when it starts, the number
+        counts from load. A Python call per instruction, so meant for bounded ranges
+        (the Tarmac trace); returns a handle for ``remove_instruction_hook``."""
+        core, settler = self.core, self._loop._settler
+
+        def hook(uc: object, address: int, size: int, _: object) -> None:
+            cycle, insns = core.cycles, core.instructions
+            s = core.state
+            if s.cur_valid and s.cur_start <= address < s.cur_end:
+                cost, n = settler._partial(s.cur_start, address)
+                cycle, insns = cycle + cost, insns + n
+            callback(address, size, cycle, insns)
+
+        handle = core.uc.hook_add(UC_HOOK_CODE, hook, begin=begin, end=max(begin, end - 1))
+        core.flush_translations()  # hooks only reach code translated after them
+        return handle
+
+    def remove_instruction_hook(self, handle: object) -> None:
+        self.core.uc.hook_del(handle)
 
     def peripheral(self, name: str) -> Peripheral:
         return self.peripherals[name]

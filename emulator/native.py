@@ -108,6 +108,7 @@ class PkState(ctypes.Structure):
         ("loop_regs", ctypes.c_uint32 * 16),
         ("verdict_addr", ctypes.c_uint32 * 256),
         ("verdict", ctypes.c_uint8 * 256),
+        ("obs", ctypes.c_void_p),
     ]
 
 

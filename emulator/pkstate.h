@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "observe.h"
+
 #define PK_F_COND 0x01    /* conditional branch: cost in the table is the taken cost */
 #define PK_F_BRANCH 0x02  /* changes the flow: the next fetch is not sequential */
 #define PK_F_IRQCHK 0x04  /* may unmask interrupts (CPSIE, MSR): re-check at next block */
@@ -137,6 +139,9 @@ typedef struct {
     uint32_t loop_regs[16];
     uint32_t verdict_addr[256]; /* which blocks may be fast-forwarded: decided once by Python */
     uint8_t verdict[256];       /* 0 unknown, 1 may (loads and arithmetic only), 2 may not */
+    /* the observation API (observe.c): non-NULL while something observes; the native
+     * paths report what they do through pk_obs_emit() (observe.h) */
+    void *obs;
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX

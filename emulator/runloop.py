@@ -46,6 +46,7 @@ from .core import NO_DEADLINE, Core
 from .cycles import disassemble_one, loop_can_idle
 from .errors import UsageError
 from .exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
+from .observe import Kind
 from .results import RunResult, Stop, StopReason
 from .semihosting import Exit, Semihosting, call_name
 from .settle import Settler
@@ -114,6 +115,8 @@ class RunLoop:
                 first.wall_seconds = time.perf_counter() - start_wall
                 return first
         result = self._loop(budget, until)
+        if self.core.obs is not None:
+            self.core.obs.stop(self.core.cycles)
         result.wall_seconds = time.perf_counter() - start_wall
         return result
 
@@ -144,6 +147,8 @@ class RunLoop:
                 py_next = self.clock.next_deadline()
                 core.state.py_next = NO_DEADLINE if py_next is None else py_next
                 self._execute(until)
+                if core.obs is not None and core.obs.full():
+                    core.obs.drain()
         except Stop as stop:
             return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
         except Lockup as lk:
@@ -162,6 +167,7 @@ class RunLoop:
         slept = deadline - self.core.cycles
         if slept > 0:
             self.core.state.sleep_cycles += slept
+            self.core.observe(Kind.SLEEP, b=slept)
             self.clock.advance_to(deadline)
 
     def _execute(self, until: int | None) -> None:
@@ -334,6 +340,8 @@ class RunLoop:
             return self._step()
         finally:
             core.state.native_on = int(core.fast_paths)
+            if core.obs is not None:
+                core.obs.stop(core.cycles)
 
     def _step(self) -> RunResult:
         core = self.core

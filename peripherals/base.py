@@ -42,6 +42,9 @@ class Peripheral:
 
     name: str = "peripheral"
     size: int = 0
+    # Set by the machine while a run is observed (emulator/observe.py, docs/api.md):
+    # called as observer(kind, a, b, cycle); the device reports through _observe().
+    observer: Callable[[int, int, int, int | None], None] | None = None
 
     def __init__(self, name: str, base: int) -> None:
         self.name = name
@@ -72,6 +75,12 @@ class Peripheral:
     def debug_write(self, offset: int, data: bytes) -> bool:
         """A debugger write without side effects; False if the model does not take it."""
         return False
+
+    def _observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
+        """Report an event (an ``emulator.observe.Kind``) at ``cycle`` (default: now);
+        free when nothing observes."""
+        if self.observer is not None:
+            self.observer(kind, a, b, cycle)
 
     def snapshot(self) -> dict[str, int]:
         """Register values for reports and the debugger (name -> value)."""

@@ -24,6 +24,8 @@ import ctypes
 from collections.abc import Callable
 from enum import IntEnum
 
+from emulator.observe import Kind
+
 from .base import Peripheral, guest_log
 
 NMI, HARDFAULT, SVCALL, PENDSV, SYSTICK = 2, 3, 11, 14, 15
@@ -117,10 +119,13 @@ class Nvic(Peripheral):
             return
         if not self.state.pending >> exc & 1:
             self.state.pending |= 1 << exc
+            self._observe(Kind.IRQ_PEND, exc)
             self.on_change()
 
     def clear_pending(self, exc: int) -> None:
-        self.state.pending &= ~(1 << exc)
+        if self.state.pending >> exc & 1:
+            self.state.pending &= ~(1 << exc)
+            self._observe(Kind.IRQ_CLEAR, exc)
 
     def irq_line(self, irq: int) -> Callable[[], None]:
         return lambda: self.set_pending(FIRST_IRQ + irq)

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 from emulator.clock import Clock, Event
 from emulator.config import PeripheralConfig
 from emulator.errors import ConfigError, UsageError
+from emulator.observe import Kind
 
 from .base import NativeWindow, Peripheral, guest_log
 from .pka_math import COMMANDS, Command, OperandError
@@ -125,6 +126,7 @@ CAPABILITIES: dict[Reg, Callable[[Pka], int]] = {
     Reg.MAXLEN: lambda pka: pka.max_words,
     Reg.RAMSIZE: lambda pka: pka.ram_size // 4,
 }
+OPCODES = {command.name: opcode for opcode, command in COMMANDS.items()}  # for events
 OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
 
 
@@ -492,6 +494,8 @@ class Pka(Peripheral):
             return 0
         reg = Reg(offset)
         if reg == Reg.SR:
+            if self.busy:
+                self._observe(Kind.PKA_POLL)
             return self.flags | (SR_BUSY if self.busy else 0)
         if reg == Reg.CLRFR:
             return 0  # write-only
@@ -565,6 +569,7 @@ class Pka(Peripheral):
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, carry, cycles, start)
         self.state.busy = 1
         self._event = self.clock.schedule(start + cycles, self._finish, self.name)
+        self._observe(Kind.PKA_START, opcode | words << 8, cycles)
         return None
 
     def _finish(self) -> None:
@@ -574,6 +579,7 @@ class Pka(Peripheral):
         self._event = None
         if p is None:
             return
+        self._observe(Kind.PKA_FINISH, OPCODES[p.command.name] | p.words << 8, p.start + p.cycles)
         self.state.busy = 0
         self.poke(p.rptr, p.result, p.words)
         self.regs[Reg.CARRY] = p.carry

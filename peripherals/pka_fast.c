@@ -209,6 +209,8 @@ uint64_t pk_pka_next(void *pka) {
 void pk_pka_finish(void *pka) {
     pk_pka *p = pka;
     if (!p->fast_busy) return;
+    if (p->core->obs)
+        pk_obs_emit(p->core->obs, PK_EV_PKA_FINISH, p->core->cycles, OP_MONTMUL | p->p_words << 8, p->done_at);
     p->fast_busy = 0;
     p->busy = 0;
     memcpy(p->ram + p->p_rptr, p->result, 4u * p->p_words);
@@ -269,6 +271,7 @@ static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     p->done_at = now + p->p_cycles;
     p->busy = 1;
     p->fast_busy = 1;
+    if (p->core->obs) pk_obs_emit(p->core->obs, PK_EV_PKA_START, now, OP_MONTMUL | words << 8, p->p_cycles);
     return 0;
 }
 
@@ -289,6 +292,7 @@ uint64_t pk_pka_read(void *uc, uint64_t offset, unsigned size, pk_pka *p) {
                 return v;
             }
         } else if (off == 4 * SR) {
+            if (p->busy && p->core->obs) pk_obs_emit(p->core->obs, PK_EV_PKA_POLL, p->core->cycles + toff, 0, 0);
             return p->flags | (p->busy ? SR_BUSY : 0);
         } else if (off < REG_WINDOW && off != 4 * CLRFR) {
             return p->regs[off / 4];

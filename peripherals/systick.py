@@ -18,6 +18,7 @@ from collections.abc import Callable
 from enum import IntEnum
 
 from emulator.clock import Clock, Event
+from emulator.observe import Kind
 
 from .base import Peripheral, guest_log
 
@@ -126,6 +127,7 @@ class SysTick(Peripheral):
         n = self._zero_ticks() or 0
         self._anchor = self._cycle_of_tick(n)
         self._value = 0
+        self._observe(Kind.SYSTICK_WRAP, b=self._anchor)
         if self.csr & CSR_TICKINT:
             self.irq()
         self._reschedule()

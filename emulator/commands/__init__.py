@@ -1,0 +1,8 @@
+"""pkasim's subcommands, one module each; ``emulator.cli`` parses and dispatches.
+
+Each module offers ``add_parser(subparsers)`` and ``main(args, console) -> int``.
+"""
+
+from . import diff, profile, regress
+
+COMMANDS = {"profile": profile, "diff": diff, "regress": regress}
