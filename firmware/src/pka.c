@@ -105,6 +105,13 @@ void pka_load_be(uint32_t off, const uint8_t *be, uint32_t words)
     volatile uint32_t *d = PKA_RAM + off;
     const uint8_t *s = be + 4u * words;     /* least significant word last */
 
+#ifdef SLOW_PKA_LOAD_BE
+    /* A deliberate slowdown that no normal build has: tests/test_regress.py builds
+     * the firmware with -DSLOW_PKA_LOAD_BE=N to check that `pkasim regress` names
+     * the function that got slower. */
+    for (volatile uint32_t spin = 0; spin < SLOW_PKA_LOAD_BE; spin++)
+        ;
+#endif
     for (uint32_t i = 0; i < words; i++) {
         s -= 4;
         d[i] = (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
