@@ -94,16 +94,26 @@ class Observer:
     """Base class of observers; override what you need.
 
     ``start`` is called when the observer is attached (and again after a new image
-    is loaded), ``events`` with each batch in order, ``close`` when it is detached.
-    Events are only delivered while the machine runs (run(), step(), call()); every
-    run() ends its batch with a ``STOP`` event at the run's final counts.
+    is loaded), ``events`` with each batch in order, ``stopped`` each time a run()
+    or step() returns, ``close`` when it is detached. Events are only delivered
+    while the machine runs (run(), step(), call()); every run() ends its batch with
+    a ``STOP`` event at the run's final counts. An observer that sets
+    ``wants_events = False`` gets no batches (the native side then buffers nothing
+    for it) and reads ``observation.call_tree()`` instead: the profiler does.
+    ``observation`` is set when it is attached.
     """
+
+    wants_events = True
+    observation: Observation | None = None
 
     def start(self, info: ObservedImage) -> None:
         """The image and chip being observed."""
 
     def events(self, batch: Sequence[Event]) -> None:
         """The next events, in order."""
+
+    def stopped(self) -> None:
+        """A run() or step() returned (every event up to it was delivered)."""
 
     def close(self) -> None:
         """No more events will come."""
@@ -166,6 +176,28 @@ class _Head(ctypes.Structure):
         ("soft", ctypes.c_uint32),
         ("depth", ctypes.c_uint32),
         ("overflow", ctypes.c_uint64),
+        ("nodes", ctypes.c_void_p),
+        ("nnodes", ctypes.c_uint32),
+        ("nodes_cap", ctypes.c_uint32),
+        ("record", ctypes.c_uint32),
+        ("pad", ctypes.c_uint32),
+    ]
+
+
+class NativeNode(ctypes.Structure):
+    """observe.c's pk_obs_node: one call path of the native call tree."""
+
+    _fields_ = [
+        ("fn", ctypes.c_int32),
+        ("parent", ctypes.c_uint32),
+        ("child", ctypes.c_uint32),
+        ("sibling", ctypes.c_uint32),
+        ("calls", ctypes.c_uint64),
+        ("cycles", ctypes.c_uint64),
+        ("insns", ctypes.c_uint64),
+        ("wait", ctypes.c_uint64),
+        ("pka_busy", ctypes.c_uint64),
+        ("pka_ops", ctypes.c_uint64),
     ]
 
 
@@ -187,7 +219,8 @@ def _lib() -> ctypes.CDLL:
                                     ctypes.c_uint64]
         lib.pk_obs_emit.restype = None
         lib.pk_obs_sizeof_event.restype = ctypes.c_uint32
-        if lib.pk_obs_sizeof_event() != EVENT.size:
+        lib.pk_obs_sizeof_node.restype = ctypes.c_uint32
+        if lib.pk_obs_sizeof_event() != EVENT.size or lib.pk_obs_sizeof_node() != ctypes.sizeof(NativeNode):
             from .errors import PkasimError
 
             raise PkasimError("the native observer does not match this pkasim: rebuild with 'pip install -e .'")
@@ -264,13 +297,25 @@ class Observation:
 
     # ------------------------------------------------------------------ observers
     def add(self, observer: Observer) -> None:
+        self.drain()
         self.observers.append(observer)
+        self._head.record = int(any(o.wants_events for o in self.observers))
+        observer.observation = self
         observer.start(self.info)
 
     def remove(self, observer: Observer) -> None:
         self.drain()
         self.observers.remove(observer)
+        self._head.record = int(any(o.wants_events for o in self.observers))
         observer.close()
+
+    def call_tree(self) -> list[tuple[int, int, int, int, int, int, int, int]]:
+        """The native calling-context tree: per node (fn, parent, calls, cycles,
+        insns, wait, pka_busy, pka_ops); node 0 is the root, parents come first.
+        ``fn`` is a function index, or minus an exception number."""
+        n = self._head.nnodes
+        nodes = (NativeNode * n).from_address(self._head.nodes)
+        return [(x.fn, x.parent, x.calls, x.cycles, x.insns, x.wait, x.pka_busy, x.pka_ops) for x in nodes]
 
     # ------------------------------------------------------------------ events
     def emit(self, kind: int, cycle: int, a: int = 0, b: int = 0) -> None:
@@ -289,12 +334,15 @@ class Observation:
         self._lib.pk_obs_drained(self.ptr)
         batch = [Event._make(t) for t in EVENT.iter_unpack(data)]
         for obs in self.observers:
-            obs.events(batch)
+            if obs.wants_events:
+                obs.events(batch)
 
     def stop(self, cycles: int) -> None:
         """run() returned: mark the point and deliver everything."""
         self.emit(Kind.STOP, cycles)
         self.drain()
+        for obs in self.observers:
+            obs.stopped()
 
     @property
     def overflow(self) -> int:

@@ -7,7 +7,7 @@ import pytest
 
 from emulator.machine import StopReason
 from emulator.observe import Kind, Observer
-from emulator.profiler import Profiler
+from emulator.profiler import Profiler, StreamProfiler
 
 SRAM_CODE = 0x20002000
 RSA2048 = {"rsa_input_key": "rsa2048-key.bin", "rsa_input_msg": "rsa2048-msg.bin", "rsa_expected": "rsa2048-sig.bin"}
@@ -220,6 +220,30 @@ def test_a_full_event_buffer_is_drained_mid_run_without_changing_the_run(make_ma
     r = m.run()
     assert (r.cycles, r.instructions, r.exit_code) == (expected.cycles, expected.instructions, expected.exit_code)
     assert len(rec.batches) > len(rec.all) // 8
-    p = Profiler()
+    p = StreamProfiler()
     p.events(rec.all)
     assert p.total_cycles == r.cycles
+
+
+@pytest.mark.parametrize("image", ["systick", "nested", "calls", "timing", "compute"])
+def test_the_native_call_tree_equals_the_one_built_from_the_events(make_machine, elf, image):
+    m = make_machine()
+    m.load(elf(image))
+    native, stream = Profiler(), StreamProfiler()
+    m.observe(native)
+    m.observe(stream)
+    m.run()
+    assert native.rows() == stream.rows()
+    assert native.folded() == stream.folded()
+
+
+def test_the_native_call_tree_equals_the_streamed_one_with_the_pka_busy(make_machine, elf, repo):
+    m = make_machine()
+    m.load(elf("xrsa_opt"))
+    for sym, data in rsa2048_inputs(repo).items():
+        m.write_symbol(sym, data)
+    native, stream = Profiler(), StreamProfiler()
+    m.observe(native)
+    m.observe(stream)
+    assert m.run().exit_code == 0
+    assert native.rows() == stream.rows() and native.folded() == stream.folded()

@@ -32,108 +32,125 @@ from peripherals.pka_math import COMMANDS
 
 from ..observe import Event, Kind, ObservedImage, Observer
 
+CALL, RETURN, TAILCALL, EXC_ENTRY, EXC_RETURN = (int(k) for k in (Kind.CALL, Kind.RETURN, Kind.TAILCALL,
+                                                                   Kind.EXC_ENTRY, Kind.EXC_RETURN))
+SLEEP, SPIN, PKA_START, SYSTICK_WRAP, IRQ_PEND, RESET = (int(k) for k in (Kind.SLEEP, Kind.SPIN, Kind.PKA_START,
+                                                                          Kind.SYSTICK_WRAP, Kind.IRQ_PEND, Kind.RESET))
+
 PID = 1
 TID_CPU, TID_EXC, TID_PKA, TID_EVENTS = 1, 2, 3, 4
 TRACKS = {TID_CPU: "CPU (call stack)", TID_EXC: "exceptions", TID_PKA: "PKA", TID_EVENTS: "SysTick and NVIC"}
 
 
 class TraceEventWriter(Observer):
-    """Collects spans while the run goes; ``close()`` writes the JSON file."""
+    """Collects the events as JSON text while the run goes; ``close()`` writes the file.
+
+    Each event is formatted once, as it comes (names escaped once per function), so
+    a trace of a hundred thousand events costs a fraction of a second."""
 
     def __init__(self, path: str | Path, firmware: str = "") -> None:
         self.path = Path(path)
         self.firmware = firmware
         self.info: ObservedImage | None = None
-        self.spans: list[dict] = []
+        self.lines: list[str] = []
         self._frames: list[tuple[int, int]] = []  # (function index or -exception, start cycle)
         self._end_cycle = 0
+        self._names: list[str] = []
+        self._exc_names: dict[int, str] = {}
 
     def start(self, info: ObservedImage) -> None:
         self.info = info
+        self._names = [json.dumps(name) for name in info.functions]
+        self._us = 1e6 / info.clock_hz
 
-    def _us(self, cycles: int) -> float:
-        return cycles * 1e6 / self.info.clock_hz
+    def _exc(self, exc: int) -> str:
+        name = self._exc_names.get(exc)
+        if name is None:
+            name = self._exc_names[exc] = json.dumps(exception_name(exc))
+        return name
 
-    def _begin(self, tid: int, name: str, cat: str, at: int) -> None:
-        self.spans.append({"name": name, "cat": cat, "ph": "B", "ts": self._us(at), "pid": PID, "tid": tid})
-
-    def _end(self, tid: int, name: str, cat: str, at: int) -> None:
-        self.spans.append({"name": name, "cat": cat, "ph": "E", "ts": self._us(at), "pid": PID, "tid": tid})
+    def _span(self, ph: str, tid: int, name: str, cat: str, at: int) -> None:
+        """A begin or end event (``name`` already JSON text)."""
+        self.lines.append(f'{{"name":{name},"cat":"{cat}","ph":"{ph}","ts":{at * self._us!r},"pid":{PID},'
+                          f'"tid":{tid}}}')
 
     def _instant(self, name: str, cat: str, at: int) -> None:
-        self.spans.append({"name": name, "cat": cat, "ph": "i", "s": "t", "ts": self._us(at), "pid": PID,
-                           "tid": TID_EVENTS})
+        self.lines.append(f'{{"name":{json.dumps(name)},"cat":"{cat}","ph":"i","s":"t","ts":{at * self._us!r},'
+                          f'"pid":{PID},"tid":{TID_EVENTS}}}')
 
     def _push(self, fn: int, at: int) -> None:
         self._frames.append((fn, at))
         if fn < 0:
-            self._begin(TID_EXC, exception_name(-fn), "exception", at)
+            self._span("B", TID_EXC, self._exc(-fn), "exception", at)
         else:
-            self._begin(TID_CPU, self.info.functions[fn], "function", at)
+            self._span("B", TID_CPU, self._names[fn], "function", at)
 
     def _close_frame(self, end: int) -> None:
         fn, _ = self._frames.pop()
         if fn < 0:
-            self._end(TID_EXC, exception_name(-fn), "exception", end)
+            self._span("E", TID_EXC, self._exc(-fn), "exception", end)
         else:
-            self._end(TID_CPU, self.info.functions[fn], "function", end)
+            self._span("E", TID_CPU, self._names[fn], "function", end)
 
     def events(self, batch: Sequence[Event]) -> None:
         frames = self._frames
-        for ev in batch:
-            kind, cycle = ev.kind, ev.cycle
-            if kind == Kind.CALL:
-                self._push(ev.a, cycle)
-            elif kind == Kind.RETURN:
+        for cycle, _insns, b, kind, a, fn, _depth in batch:
+            if kind == CALL:
+                self._push(a, cycle)
+            elif kind == RETURN:
                 if frames and frames[-1][0] >= 0:
                     self._close_frame(cycle)
-            elif kind == Kind.TAILCALL:
-                if frames and frames[-1][0] >= 0:
-                    self._close_frame(cycle)
-                self._push(ev.a, cycle)
-            elif kind == Kind.EXC_ENTRY:
-                self._push(-ev.a, cycle)
-                self._push(ev.fn, cycle)
-            elif kind == Kind.EXC_RETURN:
+            elif kind == EXC_ENTRY:
+                self._push(-a, cycle)
+                self._push(fn, cycle)
+            elif kind == EXC_RETURN:
                 while frames:
-                    fn = frames[-1][0]
+                    top = frames[-1][0]
                     self._close_frame(cycle)
-                    if fn < 0:
+                    if top < 0:
                         break
-            elif kind in (Kind.SLEEP, Kind.SPIN):
-                name = "WFI sleep" if kind == Kind.SLEEP else "idle loop"
-                self._begin(TID_CPU, name, "sleep", cycle)
-                self._end(TID_CPU, name, "sleep", cycle + ev.b)
-            elif kind == Kind.PKA_START:
-                command = COMMANDS.get(ev.a & 0xFF)
-                name = command.name if command else f"op 0x{ev.a & 0xFF:02x}"
-                self.spans.append({"name": f"{name} ({ev.a >> 8} words)", "cat": "pka", "ph": "X",
-                                   "ts": self._us(cycle), "dur": self._us(ev.b), "pid": PID, "tid": TID_PKA})
-            elif kind == Kind.SYSTICK_WRAP:
-                self._instant("SysTick wrap", "systick", ev.b)
-            elif kind == Kind.IRQ_PEND:
-                self._instant(f"{exception_name(ev.a)} pending", "nvic", cycle)
-            elif kind == Kind.RESET:
+            elif kind == SLEEP or kind == SPIN:
+                name = '"WFI sleep"' if kind == SLEEP else '"idle loop"'
+                self._span("B", TID_CPU, name, "sleep", cycle)
+                self._span("E", TID_CPU, name, "sleep", cycle + b)
+            elif kind == PKA_START:
+                command = COMMANDS.get(a & 0xFF)
+                name = json.dumps(f"{command.name if command else f'op 0x{a & 0xFF:02x}'} ({a >> 8} words)")
+                self.lines.append(f'{{"name":{name},"cat":"pka","ph":"X","ts":{cycle * self._us!r},'
+                                  f'"dur":{b * self._us!r},"pid":{PID},"tid":{TID_PKA}}}')
+            elif kind == TAILCALL:
+                if frames and frames[-1][0] >= 0:
+                    self._close_frame(cycle)
+                self._push(a, cycle)
+            elif kind == SYSTICK_WRAP:
+                self._instant("SysTick wrap", "systick", b)
+            elif kind == IRQ_PEND:
+                self._instant(f"{exception_name(a)} pending", "nvic", cycle)
+            elif kind == RESET:
                 while frames:
                     self._close_frame(cycle)
-            self._end_cycle = max(self._end_cycle, cycle)
+            if cycle > self._end_cycle:
+                self._end_cycle = cycle
 
-    def document(self) -> dict:
-        """The whole trace as a JSON-ready object (open frames end at the last event)."""
-        while self._frames:
-            self._close_frame(self._end_cycle)
+    def metadata(self) -> list[dict]:
+        """The metadata events: the process (the chip) and the track names."""
         info = self.info
         meta: list[dict] = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
                              "args": {"name": f"{info.chip} ({Path(self.firmware or info.path).name})"}}]
         for tid, name in TRACKS.items():
             meta.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": tid, "args": {"name": name}})
             meta.append({"name": "thread_sort_index", "ph": "M", "pid": PID, "tid": tid, "args": {"sort_index": tid}})
-        return {
-            "traceEvents": meta + self.spans,
-            "displayTimeUnit": "ns",
-            "otherData": {"generator": "pkasim", "chip": info.chip, "clock_hz": str(info.clock_hz),
-                          "time": "modeled: ts and dur are microseconds of core time, args.cycle(s) exact cycles"},
-        }
+        return meta
 
     def close(self) -> None:
-        self.path.write_text(json.dumps(self.document(), separators=(",", ":")) + "\n")
+        """Write the file (frames still open end at the last event)."""
+        while self._frames:
+            self._close_frame(self._end_cycle)
+        info = self.info
+        other = {"generator": "pkasim", "chip": info.chip, "clock_hz": str(info.clock_hz),
+                 "time": "modeled: ts and dur are microseconds of core time (cycles * 1e6 / clock_hz)"}
+        events = [json.dumps(m, separators=(",", ":")) for m in self.metadata()] + self.lines
+        with self.path.open("w") as fh:
+            fh.write('{"traceEvents":[\n')
+            fh.write(",\n".join(events))
+            fh.write(f'\n],"displayTimeUnit":"ns","otherData":{json.dumps(other, separators=(",", ":"))}}}\n')

@@ -42,6 +42,7 @@ class VcdWriter(Observer):
         self._pending = 0  # bit n: exception n pending
         self._pka_irq: int | None = None
         self._end = 0
+        self._now: dict[str, int] = {}
 
     def start(self, info: ObservedImage) -> None:
         self.info = info
@@ -51,11 +52,17 @@ class VcdWriter(Observer):
         self.changes.append((cycle, self._order, signal, value))
         self._order += 1
 
+    def _level(self, cycle: int, signal: str, value: int) -> None:
+        """A wire or register that only changes when its value does."""
+        if self._now.get(signal) != value:
+            self._now[signal] = value
+            self._set(cycle, signal, value)
+
     def _pending_changed(self, cycle: int) -> None:
-        self._set(cycle, "nvic.irq_pending", (self._pending >> FIRST_IRQ) & 0xFFFFFFFF)
-        self._set(cycle, "nvic.systick_pending", (self._pending >> SYSTICK) & 1)
+        self._level(cycle, "nvic.irq_pending", (self._pending >> FIRST_IRQ) & 0xFFFFFFFF)
+        self._level(cycle, "nvic.systick_pending", (self._pending >> SYSTICK) & 1)
         if self._pka_irq is not None:
-            self._set(cycle, "pka.irq", (self._pending >> (FIRST_IRQ + self._pka_irq)) & 1)
+            self._level(cycle, "pka.irq", (self._pending >> (FIRST_IRQ + self._pka_irq)) & 1)
 
     def events(self, batch: Sequence[Event]) -> None:
         for ev in batch:
@@ -66,14 +73,14 @@ class VcdWriter(Observer):
                 self._end = max(self._end, cycle + ev.b)
             elif kind == Kind.EXC_ENTRY:
                 self._active.append(ev.a)
-                self._set(cycle, "core.exception", ev.a)
+                self._level(cycle, "core.exception", ev.a)
                 if self._pending >> ev.a & 1:
                     self._pending &= ~(1 << ev.a)
                     self._pending_changed(cycle)
             elif kind == Kind.EXC_RETURN:
                 if self._active:
                     self._active.pop()
-                self._set(cycle, "core.exception", self._active[-1] if self._active else 0)
+                self._level(cycle, "core.exception", self._active[-1] if self._active else 0)
             elif kind == Kind.PKA_START:
                 self._set(cycle, "pka.busy", 1)
                 self._set(cycle, "pka.opcode", ev.a & 0x3F)
@@ -91,7 +98,7 @@ class VcdWriter(Observer):
                 self._pending_changed(cycle)
             elif kind == Kind.RESET:
                 self._active.clear()
-                self._set(cycle, "core.exception", 0)
+                self._level(cycle, "core.exception", 0)
             self._end = max(self._end, cycle)
 
     def _ps(self, cycle: int) -> int:
@@ -101,7 +108,7 @@ class VcdWriter(Observer):
     def close(self) -> None:
         info = self.info
         with self.path.open("w") as fh:
-            writer = VCDWriter(fh, timescale="1 ps", date="", version="pkasim",
+            writer = VCDWriter(fh, timescale="1 ps", date="", version="pkasim", check_values=False,
                                comment=f"{info.chip} at {info.clock_hz} Hz: one core cycle = "
                                        f"{10**12 / info.clock_hz:g} ps")
             signals = {
@@ -115,6 +122,8 @@ class VcdWriter(Observer):
                 "nvic.irq_pending": writer.register_var("chip.nvic", "irq_pending", "reg", size=32, init=0),
                 "nvic.systick_pending": writer.register_var("chip.nvic", "systick_pending", "wire", size=1, init=0),
             }
-            for cycle, _, name, value in sorted(self.changes, key=lambda c: (c[0], c[1])):
-                writer.change(signals[name], self._ps(cycle), value)
+            hz, change = info.clock_hz, writer.change
+            self.changes.sort(key=lambda c: (c[0], c[1]))
+            for cycle, _, name, value in self.changes:
+                change(signals[name], (cycle * 10**12 + hz // 2) // hz, value)
             writer.close(self._ps(self._end))  # the dump ends where the run did
