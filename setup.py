@@ -1,6 +1,7 @@
 """pkasim: an instruction-level, cycle-counting emulator of a Cortex-M0 class MCU with a PKA.
 
-The native cycle hook (emulator/cyclehook.c) is built here as a plain shared object:
+The native cycle hook (emulator/cyclehook.c, with its code cache codecache.c and the
+Thumb decoder thumb.c) is built here as a plain shared object:
 it has no Python API and is loaded with ctypes, so it is declared as an Extension only
 to reuse setuptools' compiler handling.
 """
@@ -16,10 +17,10 @@ setup(
     ext_modules=[
         Extension(
             "emulator._cyclehook",
-            sources=["emulator/cyclehook.c", "emulator/excmodel.c", "emulator/idle.c",
-                     "peripherals/pka_fast.c", "emulator/observe.c"],
+            sources=["emulator/cyclehook.c", "emulator/codecache.c", "emulator/thumb.c", "emulator/excmodel.c",
+                     "emulator/idle.c", "peripherals/pka_fast.c", "emulator/observe.c"],
             include_dirs=["emulator"],
-            depends=["emulator/pkstate.h", "emulator/observe.h"],
+            depends=["emulator/pkstate.h", "emulator/codecache.h", "emulator/thumb.h", "emulator/observe.h"],
             extra_compile_args=["-O3", "-std=c99"],
             py_limited_api=False,
         )

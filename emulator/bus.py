@@ -21,6 +21,7 @@ from peripherals.base import Peripheral
 from . import native
 from .config import ChipConfig, Region
 from .core import Core, Now
+from .cycles import disassemble_one
 from .errors import LoadError, UsageError
 
 guest_log = logging.getLogger("pkasim.guest")
@@ -41,7 +42,7 @@ class Bus:
     """Memory and device windows of one chip, as the core and a debugger see them."""
 
     def __init__(self, core: Core, config: ChipConfig, peripherals: dict[str, Peripheral], now: Now,
-                 on_code_write: Callable[[], None]) -> None:
+                 on_code_write: Callable[[int, int], None]) -> None:
         self.core = core
         self.config = config
         self.peripherals = peripherals
@@ -180,8 +181,16 @@ class Bus:
             self.core.uc.mem_write(addr, bytes(data))
         except UcError:
             raise UsageError(f"cannot write {len(data)} bytes at 0x{addr:08x}: not mapped") from None
-        if self.config.flash.contains(addr):
-            self._on_code_write()
+        self._on_code_write(addr, len(data))  # code cached from these bytes is stale now
+
+    def instruction_text(self, addr: int) -> str:
+        """The instruction at ``addr`` as text, from as many of its bytes as are mapped."""
+        for size in (4, 2):
+            try:
+                return disassemble_one(self.read_memory(addr, size), addr)
+            except UsageError:
+                continue
+        return "(not readable)"
 
     def read_u32(self, addr: int) -> int:
         return int.from_bytes(self.read_memory(addr, 4), "little")

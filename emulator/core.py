@@ -14,6 +14,7 @@ from unicorn import arm_const as A
 from unicorn.unicorn_py3 import unicorn as _ucmod
 
 from . import native
+from .codecache import CodeCache
 from .errors import UsageError
 
 REG_IDS = [getattr(A, f"UC_ARM_REG_R{i}") for i in range(13)] + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_PC]
@@ -43,6 +44,7 @@ class Core:
         self.fast_paths = True  # native exception entry/return, WFI, idle loops and device paths
         self._native_hooks: list[ctypes.c_size_t] = []
         self.obs = None  # the native observer (emulator.observe.Observation) while something observes
+        self.code: CodeCache | None = None  # the native code cache (the machine builds it)
 
     def observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
         """An event for the observation API (emulator/observe.py); nothing when nothing observes."""
@@ -127,8 +129,9 @@ class Core:
         return handle
 
     def flush_translations(self) -> None:
-        """Forget every translated block and every cached block cost (code changed)."""
-        self.lib.pk_clear_cache(ctypes.byref(self.state))
+        """Forget every translated block and every cached block cost (a new image)."""
+        if self.code is not None:
+            self.code.clear()
         self.uc.ctl_flush_tb()
 
 

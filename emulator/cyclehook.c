@@ -9,14 +9,16 @@
  *   2. stops the run when the committed cycle count has reached the deadline (the
  *      next peripheral event, an interrupt check, or the cycle budget), before the
  *      new block executes;
- *   3. looks the new block up in a per-start-address cache (cost, instruction count,
- *      kind of its last instruction, the alignment checks it needs), filling the cache
- *      the first time from per-halfword tables that Python built with capstone;
+ *   3. looks the new block up in the code cache (codecache.c: cost, instruction
+ *      count, kind of its last instruction, the alignment checks it needs, its first
+ *      instruction outside ARMv6-M), which decodes it natively from guest memory
+ *      (thumb.c) the first time, wherever it is: flash, SRAM, any executable region;
  *   4. evaluates the block's alignment checks against the registers at block entry
  *      and stops before the block when one of its word or halfword accesses would be
- *      unaligned (ARMv6-M faults on those; Unicorn does not).
+ *      unaligned (ARMv6-M faults on those; Unicorn does not), or when the block holds
+ *      an instruction ARMv6-M does not have (UNDEFINED; Unicorn executes some).
  *
- * The rules the tables encode are in docs/cycle-model.md. This file knows nothing
+ * The rules are in docs/cycle-model.md. This file knows nothing
  * of RSA, peripherals or Python; it is loaded with ctypes (no Python C API).
  */
 #include <stdlib.h>
@@ -44,105 +46,6 @@ static int cond_holds(uint32_t cond, uint32_t apsr) {
     case 13: return z || n != v;
     default: return 1;
     }
-}
-
-static int in_table(const pk_state *s, uint32_t a) {
-    return a >= s->code_base && ((a - s->code_base) >> 1) < s->code_halfwords;
-}
-
-/* Representation of a register during the walk of a block: entry values plus const. */
-typedef struct { int8_t a, b; uint8_t ok; int32_t off; } rep_t;
-
-static int add_check(pk_state *s, const rep_t *r, int32_t off, uint8_t mask, uint32_t pc) {
-    if (s->checks_used == s->checks_cap) {
-        uint32_t cap = s->checks_cap ? s->checks_cap * 2 : 1024;
-        pk_check *n = realloc(s->checks, cap * sizeof(pk_check));
-        if (!n) return -1;
-        s->checks = n;
-        s->checks_cap = cap;
-    }
-    pk_check *c = &s->checks[s->checks_used++];
-    c->a = r->a;
-    c->b = r->b;
-    c->mask = mask;
-    c->off = r->off + off;
-    c->pc = pc;
-    return 0;
-}
-
-static rep_t rep_add(rep_t x, rep_t y) {
-    rep_t r = {-1, -1, 0, 0};
-    if (!x.ok || !y.ok) return r;
-    if (x.b >= 0 && (y.a >= 0 || y.b >= 0)) return r;
-    if (y.b >= 0 && (x.a >= 0 || x.b >= 0)) return r;
-    r.ok = 1;
-    r.off = x.off + y.off;
-    int8_t regs[4] = {x.a, x.b, y.a, y.b};
-    int n = 0;
-    for (int i = 0; i < 4; i++) {
-        if (regs[i] < 0) continue;
-        if (n == 0) r.a = regs[i]; else if (n == 1) r.b = regs[i]; else { r.ok = 0; return r; }
-        n++;
-    }
-    return r;
-}
-
-/* First visit of a block: walk its instructions once, cache cost and checks.
- * Returns 0, or -1 when the block holds a halfword the tables do not describe
- * (code outside the image's code sections): the caller then asks Python. */
-static int fill_block(pk_state *s, uint32_t start, uint32_t size, pk_block *blk) {
-    uint32_t end = start + size, a = start, cost = 0, insns = 0, last = 0;
-    rep_t reg[16];
-    for (int i = 0; i < 16; i++) { reg[i].a = (int8_t)i; reg[i].b = -1; reg[i].ok = 1; reg[i].off = 0; }
-    blk->check_first = s->checks_used;
-    blk->check_n = 0;
-    blk->uncheckable = 0;
-    while (a < end) {
-        uint32_t h = (a - s->code_base) >> 1;
-        uint32_t n = s->len[h];
-        if (n == 0) { s->checks_used = blk->check_first; return -1; }
-        cost += s->cost[h];
-        insns += 1;
-        last = a;
-        const pk_desc *d = &s->desc[h];
-        if (s->align_enabled) {
-            rep_t zero = {-1, -1, 1, 0};
-            switch (d->kind) {
-            case K_CONST: {
-                rep_t r = {-1, -1, 1, d->imm};
-                reg[d->rd] = r;
-                break;
-            }
-            case K_ADDI: {
-                rep_t r = reg[d->rn];
-                r.off += d->imm;
-                reg[d->rd] = r;
-                break;
-            }
-            case K_ADDR:
-                reg[d->rd] = rep_add(reg[d->rn], reg[d->rm]);
-                break;
-            case K_ACCESS: {
-                rep_t base = rep_add(reg[d->rn], d->rm >= 0 ? reg[d->rm] : zero);
-                if (!base.ok) blk->uncheckable = 1;
-                else if (add_check(s, &base, d->imm, d->amask, a) == 0) blk->check_n++;
-                break;
-            }
-            default:
-                break;
-            }
-            if (d->kind != K_CONST && d->kind != K_ADDI && d->kind != K_ADDR) {
-                for (int r = 0; r < 16; r++)
-                    if (d->wmask & (1u << r)) reg[r].ok = 0;
-            }
-        }
-        a += 2 * n;
-    }
-    blk->size = size;
-    blk->cost = cost;
-    blk->insns = insns;
-    blk->last_flags = s->flags[(last - s->code_base) >> 1];
-    return 0;
 }
 
 static uint32_t read_reg(pk_state *s, int r, uint32_t *cache, uint32_t *have) {
@@ -227,29 +130,28 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
         }
     }
 
-    uint32_t cost, insns, flags;
-    int known = in_table(s, a) && in_table(s, a + size - 1);
-    if (known) {
-        pk_block *blk = &s->cache[(a - s->code_base) >> 1];
-        if (blk->size != size) {
-            if (blk->size != 0) {
-                /* Same start, other length (a run that stopped mid-block): count it
-                 * without replacing the cache entry of the usual length. */
-                pk_block tmp;
-                uint32_t used = s->checks_used;
-                known = fill_block(s, a, size, &tmp) == 0;
-                s->checks_used = used;
-                cost = tmp.cost; insns = tmp.insns; flags = tmp.last_flags;
-                goto counted;
-            }
-            if (fill_block(s, a, size, blk) != 0) { blk->size = 0; known = 0; goto counted; }
-        }
-        cost = blk->cost;
-        insns = blk->insns;
-        flags = blk->last_flags;
-        if (blk->check_n && s->align_skip_start != a) {
+    /* The block's totals: cached, or decoded from guest memory now (codecache.c). */
+    pk_block scratch;
+    int err, watch;
+    const pk_block *blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
+    if (!blk) {
+        s->stop_reason = STOP_NATIVE_ERROR;
+        s->native_error = (uint32_t)err;
+        s->emu_stop(uc);
+        return;
+    }
+    if (watch >= 0) {
+        /* Code now runs from writable memory the write watch does not cover yet:
+         * stop before the block so the machine can extend the watch. */
+        s->stop_reason = STOP_WATCH;
+        s->watch_region = (uint32_t)watch;
+        s->emu_stop(uc);
+        return;
+    }
+    if (s->align_skip_start != a) {
+        if (blk->check_n) {
             uint32_t regs[16], have = 0;
-            const pk_check *c = &s->checks[blk->check_first];
+            const pk_check *c = pk_code_checks(s->code, blk);
             for (uint32_t i = 0; i < blk->check_n; i++, c++) {
                 uint32_t addr = (uint32_t)c->off;
                 if (c->a >= 0) addr += read_reg(s, c->a, regs, &have);
@@ -263,14 +165,16 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
                 }
             }
         }
+        if (blk->undef_off != PK_NONE) {
+            /* An instruction outside ARMv6-M: stop before the block; the machine runs
+             * the instructions before it, then takes the fault there. */
+            s->stop_reason = STOP_UNDEF;
+            s->undef_pc = a + blk->undef_off;
+            s->emu_stop(uc);
+            return;
+        }
     }
-counted:
-    if (!known) {
-        uint64_t r = s->fallback(address, size);
-        cost = (uint32_t)(r & 0xFFFFFFFFu);
-        insns = (uint32_t)(r >> 32) & 0xFFFFFF;
-        flags = (uint32_t)(r >> 56);
-    }
+    uint32_t cost = blk->cost, insns = blk->insns, flags = blk->last_flags;
     s->align_skip_start = 0xFFFFFFFFu;
     /* Fetch rule with wait states: a block that does not continue sequentially
      * fetches the word holding its first halfword; if that halfword is the upper
@@ -296,30 +200,27 @@ counted:
  * registers) is ``addr``; anything else is seen at the block's start
  * (docs/cycle-model.md, "Peripheral accesses"). */
 uint32_t pk_access_offset(pk_state *s, uint32_t addr) {
-    uint32_t a, end, cost = 0, regs[16], have = 0;
-    int32_t index = 0;
+    uint32_t cost = 0, regs[16], have = 0;
+    pk_insn insn[512];
     if (!s->cur_valid) return 0;
     if (s->acc_blocks != s->blocks || s->acc_start != s->cur_start) {
         s->acc_blocks = s->blocks;
         s->acc_start = s->cur_start;
         s->acc_last = -1;
     }
-    for (a = s->cur_start, end = s->cur_end; a < end; index++) {
-        if (!in_table(s, a)) return 0;
-        uint32_t h = (a - s->code_base) >> 1;
-        if (!s->len[h]) return 0;
-        const pk_desc *d = &s->desc[h];
-        if (index > s->acc_last && d->kind == K_ACCESS) {
+    uint32_t n = pk_code_decode_range(s->code, s->uc, s->cur_start, s->cur_end, insn, 512, 0);
+    for (uint32_t index = 0; index < n; index++) {
+        const pk_desc *d = &insn[index].desc;
+        if ((int32_t)index > s->acc_last && d->kind == K_ACCESS) {
             uint32_t base = read_reg(s, d->rn, regs, &have) + (uint32_t)d->imm;
             if (d->rm >= 0) base += read_reg(s, d->rm, regs, &have);
             int multiple = d->rm < 0 && d->imm == 0 && d->amask == 3;
             if (base == addr || (multiple && addr - base < 64)) {
-                s->acc_last = index;
+                s->acc_last = (int32_t)index;
                 return cost;
             }
         }
-        cost += s->cost[h];
-        a += 2 * s->len[h];
+        cost += insn[index].cost;
     }
     return 0;
 }
@@ -330,23 +231,35 @@ void pk_flash_read_hook(void *uc, int type, uint64_t address, int size, int64_t 
     s->cycles += s->fetch_ws;
 }
 
-pk_block *pk_alloc_cache(uint32_t halfwords) {
-    return calloc(halfwords ? halfwords : 1, sizeof(pk_block));
+/* Code at [addr, addr + len) was written (by the debugger, or by the guest through
+ * pk_code_write_hook): forget the blocks decoded from it, and the loop verdicts made
+ * on them. Returns 1 if cached code was there. */
+int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len) {
+    if (!pk_code_written(s->code, addr, len)) return 0;
+    memset(s->verdict_addr, 0xFF, sizeof s->verdict_addr);
+    memset(s->verdict, 0, sizeof s->verdict);
+    s->loop_start = 0xFFFFFFFFu;
+    return 1;
 }
 
+/* Guest stores to watched code (a UC_HOOK_MEM_WRITE over the code span of a
+ * writable region, installed by emulator/codecache.py once code runs there). */
+void pk_code_write_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_state *s) {
+    (void)uc; (void)type; (void)value;
+    pk_code_changed(s, (uint32_t)address, (uint32_t)size);
+}
+
+/* Cycles and instructions from the current block's start up to stop (a run that
+ * stopped in the middle of a block commits exactly what executed). */
+uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns) {
+    return pk_code_cost_range(s->code, s->uc, s->cur_start, stop, insns);
+}
+
+/* Release the code cache of a machine that is going away. */
 void pk_free(pk_state *s) {
-    free(s->cache);
-    free(s->checks);
-    s->cache = NULL;
-    s->checks = NULL;
-    s->checks_used = s->checks_cap = 0;
-}
-
-/* Forget cached blocks (after code in the table changed, e.g. a new image). */
-void pk_clear_cache(pk_state *s) {
-    if (s->cache) memset(s->cache, 0, (size_t)s->code_halfwords * sizeof(pk_block));
-    s->checks_used = 0;
+    pk_code_free(s->code);
+    s->code = NULL;
 }
 
 uint32_t pk_sizeof_state(void) { return (uint32_t)sizeof(pk_state); }
-uint32_t pk_sizeof_desc(void) { return (uint32_t)sizeof(pk_desc); }
+uint32_t pk_sizeof_insn(void) { return (uint32_t)sizeof(pk_insn); }

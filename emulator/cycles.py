@@ -1,20 +1,28 @@
-"""The cycle model: what each ARMv6-M instruction costs, as tables the C hook reads.
+"""The cycle model's rules, stated with capstone: what each ARMv6-M instruction costs.
 
 Costs follow ARM DDI0432C (Cortex-M0 TRM) table 3-1; SC000 is ARMv6-M with the same
 pipeline, so we assume the same figures. docs/cycle-model.md lists every rule with its
-source. The tables are built once per loaded image with capstone, one entry per
-halfword of the code sections; the native hook (cyclehook.c) sums them per block once
-and caches the block's total, so counting costs no Python call per instruction.
+source.
+
+The emulator does not run this module per instruction: the native decoder (thumb.c)
+decodes each block the first time it executes and the hook caches the block's total.
+This module is the second, independent statement of the same rules, from capstone's
+decoding (mnemonics and operands) instead of bit patterns; tests/test_decoder.py
+holds the two equal over every 16-bit encoding, a large set of 32-bit ones, and all
+code of every firmware image. It also disassembles single instructions for reports.
+Every function here accepts any bytes: data decoded as code, VFP or Thumb-2
+encodings, truncated input.
 """
 
 from __future__ import annotations
 
-import ctypes
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import capstone
 from capstone import arm_const as cs_arm
+
+from .native import Desc
 
 F_COND = 0x01
 F_BRANCH = 0x02
@@ -28,20 +36,21 @@ COND_PENALTY = 2  # B<cond>: 3 cycles taken, 1 not taken (DDI0432C table 3-1)
 _REGNUM = {f"r{i}": i for i in range(13)}
 _REGNUM.update({"sb": 9, "sl": 10, "fp": 11, "ip": 12, "sp": 13, "lr": 14, "pc": 15})
 
+_CONDS = ("eq", "ne", "hs", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt", "gt", "le")
 
-class Desc(ctypes.Structure):
-    """Mirror of pk_desc in cyclehook.c: how one instruction moves address registers."""
-
-    _fields_ = [
-        ("kind", ctypes.c_uint8),
-        ("rd", ctypes.c_int8),
-        ("rn", ctypes.c_int8),
-        ("rm", ctypes.c_int8),
-        ("imm", ctypes.c_int32),
-        ("wmask", ctypes.c_uint16),
-        ("amask", ctypes.c_uint8),
-        ("pad", ctypes.c_uint8),
-    ]
+# The ARMv6-M instruction set (DDI0419 chapter A5) by capstone mnemonic. Everything
+# else capstone decodes (CBZ, IT, MOVW, UDIV, LDR.W, VFP, BXNS, UDF, ...) is UNDEFINED
+# on an ARMv6-M core.
+ARMV6M_16 = frozenset(
+    "adcs add adds adr ands asrs b bics bkpt blx bx cmn cmp cpsid cpsie eors hint ldm ldr ldrb "
+    "ldrh ldrsb ldrsh lsls lsrs mov movs muls mvns nop orrs pop push rev rev16 revsh rors rsbs "
+    "sbcs sev stm str strb strh sub subs svc sxtb sxth tst uxtb uxth wfe wfi yield".split()
+) | {f"b{c}" for c in _CONDS}
+ARMV6M_32 = frozenset({"bl", "msr", "mrs", "dmb", "dsb", "isb", "dfb"})  # capstone names DSB #12 "dfb"
+# The special registers MRS and MSR reach on ARMv6-M (DDI0419 B4.2.3), as capstone names
+# them (MSR writes the APSR flags: capstone adds "_nzcvq").
+_SYSREGS = frozenset("apsr iapsr eapsr xpsr ipsr epsr iepsr msp psp primask control".split())
+_SYSREGS |= {f"{r}_nzcvq" for r in ("apsr", "iapsr", "eapsr", "xpsr")}
 
 
 @dataclass(frozen=True)
@@ -60,22 +69,76 @@ def _new_disassembler() -> capstone.Cs:
     return md
 
 
+_MD = _new_disassembler()
+
+
+def decode(data: bytes, addr: int) -> capstone.CsInsn | None:
+    """The one instruction at the start of ``data``, or None where capstone has none."""
+    for insn in _MD.disasm(bytes(data[:4]), addr, count=1):
+        return insn
+    return None
+
+
 def _regs(insn: capstone.CsInsn) -> list[int]:
-    return [_REGNUM[insn.reg_name(op.reg)] for op in insn.operands if op.type == cs_arm.ARM_OP_REG]
+    """Core registers among the operands (VFP and system registers are left out)."""
+    out = []
+    for op in insn.operands:
+        if op.type == cs_arm.ARM_OP_REG:
+            n = _REGNUM.get(insn.reg_name(op.reg) or "")
+            if n is not None:
+                out.append(n)
+    return out
+
+
+def _halfwords(insn: capstone.CsInsn) -> tuple[int, int]:
+    b = bytes(insn.bytes) + b"\0\0"
+    return int.from_bytes(b[:2], "little"), int.from_bytes(b[2:4], "little")
+
+
+def defined_on_armv6m(insn: capstone.CsInsn) -> bool:
+    """Whether ARMv6-M has this instruction; if not, it is UNDEFINED (HardFault).
+
+    By mnemonic, plus the encodings whose should-be-zero/one bits capstone does not
+    check (BX/BLX bits 2:0, CPS, MSR/MRS) and special registers ARMv6-M lacks
+    (BASEPRI, FAULTMASK): those are UNPREDICTABLE, which we decode as UNDEFINED.
+    """
+    hw1, hw2 = _halfwords(insn)
+    m = insn.mnemonic
+    if insn.size == 2:
+        if m not in ARMV6M_16:
+            return False
+        if m in ("bx", "blx"):
+            return hw1 & 7 == 0
+        if m in ("cpsie", "cpsid"):
+            return hw1 in (0xB662, 0xB672)
+        return True
+    if m not in ARMV6M_32:
+        return False
+    if m == "msr":
+        return (hw1 & 0xFFF0) == 0xF380 and (hw2 & 0xFF00) == 0x8800 and _sysreg_ok(insn)
+    if m == "mrs":
+        return hw1 == 0xF3EF and (hw2 & 0xF000) == 0x8000 and _sysreg_ok(insn)
+    return True
+
+
+def _sysreg_ok(insn: capstone.CsInsn) -> bool:
+    words = insn.op_str.replace(",", " ").split()
+    special = [w for w in words if w not in _REGNUM]
+    return len(special) == 1 and special[0] in _SYSREGS
 
 
 def base_cost(insn: capstone.CsInsn, muls_cycles: int) -> tuple[int, int]:
     """Cycles and flow flags of one instruction at zero wait states (table 3-1)."""
-    hw = int.from_bytes(insn.bytes[:2], "little")
+    hw, _ = _halfwords(insn)
     m = insn.mnemonic
     if insn.size == 4:
         if m == "bl":
             return 4, F_BRANCH
         if m in ("msr", "mrs"):
             return 4, F_IRQCHK if m == "msr" else 0
-        if m in ("dmb", "dsb", "isb"):
+        if m in ("dmb", "dsb", "isb", "dfb"):
             return 4, 0
-        return 1, 0  # not an ARMv6-M instruction: Unicorn raises UNDEFINED before it counts
+        return 1, 0  # not an ARMv6-M instruction: UNDEFINED, it never completes
     if 0xD000 <= hw <= 0xDDFF:  # B<cond> T1; bits 7:4 of the flags keep the condition
         cond = (hw >> 8) & 0xF
         flags = F_COND | F_BRANCH | (cond << 4)
@@ -108,63 +171,93 @@ def base_cost(insn: capstone.CsInsn, muls_cycles: int) -> tuple[int, int]:
     return 1, 0
 
 
-def _fetches(addr: int, size: int) -> int:
-    """32-bit fetches a sequentially reached instruction adds (fetch-word rule)."""
+def fetches(addr: int, size: int) -> int:
+    """32-bit flash fetches a sequentially reached instruction adds (fetch-word rule)."""
     return 1 if (addr & 2) == 0 or size == 4 else 0
 
 
-def describe(insn: capstone.CsInsn, image: ImageBytes) -> Desc:
-    """How the instruction computes or uses an address register (alignment checks)."""
+def describe(insn: capstone.CsInsn, word: Callable[[int], int | None]) -> Desc:
+    """How the instruction computes or uses an address register (alignment checks).
+
+    ``word(address)`` reads a literal pool entry (None where nothing is). PC is never
+    tracked: only branches write it, and they end the block.
+    """
     d = Desc(kind=K_CLOBBER, rd=-1, rn=-1, rm=-1, imm=0, wmask=0, amask=0)
     try:
         _, written = insn.regs_access()
     except capstone.CsError:
         written = []
     for reg in written:
-        name = insn.reg_name(reg)
-        if name in _REGNUM:
-            d.wmask |= 1 << _REGNUM[name]
+        n = _REGNUM.get(insn.reg_name(reg) or "")
+        if n is not None and n != 15:
+            d.wmask |= 1 << n
     m = insn.mnemonic
     ops = insn.operands
     regs = _regs(insn)
     imms = [op.imm for op in ops if op.type == cs_arm.ARM_OP_IMM]
-    if m in ("movs", "mov") and len(ops) == 2 and ops[1].type == cs_arm.ARM_OP_IMM:
+    if m in ("movs", "mov") and len(ops) == 2 and ops[1].type == cs_arm.ARM_OP_IMM and regs:
         d.kind, d.rd, d.imm = K_CONST, regs[0], imms[0] & 0xFFFFFFFF
-    elif m in ("movs", "mov") and len(regs) == 2 and regs[0] != 15:
+    elif m in ("movs", "mov") and len(regs) == 2 and 15 not in regs:
         d.kind, d.rd, d.rn, d.imm = K_ADDI, regs[0], regs[1], 0
     elif m in ("adds", "subs", "add", "sub") and imms and len(regs) in (1, 2) and 15 not in regs:
         rn = regs[1] if len(regs) == 2 else regs[0]
         d.kind, d.rd, d.rn = K_ADDI, regs[0], rn
         d.imm = imms[0] if m.startswith("add") else -imms[0]
-    elif m in ("adr",) or (m == "add" and 15 in regs[1:] and imms):
+    elif regs and (m == "adr" or (m == "add" and 15 in regs[1:] and imms)):
         d.kind, d.rd = K_CONST, regs[0]
         d.imm = (((insn.address + 4) & ~3) + imms[0]) & 0xFFFFFFFF
     elif m in ("adds", "add") and not imms and len(regs) in (2, 3) and 15 not in regs:
         rn, rm = (regs[1], regs[2]) if len(regs) == 3 else (regs[0], regs[1])
         d.kind, d.rd, d.rn, d.rm = K_ADDR, regs[0], rn, rm
-    elif m.startswith(("ldr", "str")) and any(op.type == cs_arm.ARM_OP_MEM for op in ops):
+    elif m.startswith(("ldr", "str")) and regs and any(op.type == cs_arm.ARM_OP_MEM for op in ops):
         mem = next(op.mem for op in ops if op.type == cs_arm.ARM_OP_MEM)
-        base = _REGNUM[insn.reg_name(mem.base)]
-        index = _REGNUM[insn.reg_name(mem.index)] if mem.index else -1
+        base = _REGNUM.get(insn.reg_name(mem.base) or "", -1)
+        index = _REGNUM.get(insn.reg_name(mem.index) or "", -1) if mem.index else -1
         if base == 15 and m == "ldr":
             lit = ((insn.address + 4) & ~3) + mem.disp
-            value = image.word(lit)
+            value = word(lit)
             if value is not None:
                 d.kind, d.rd, d.imm = K_CONST, regs[0], value
             d.wmask = 1 << regs[0]
             return d
         size = 1 if m in ("ldrb", "strb", "ldrsb") else 2 if m in ("ldrh", "strh", "ldrsh") else 4
-        if base != 13 and size > 1:
+        if 0 <= base != 13 and size > 1:
             d.kind, d.rn, d.rm, d.imm, d.amask = K_ACCESS, base, index, mem.disp, size - 1
         else:
             d.kind = K_NONE
-    elif m in ("ldm", "ldmia", "stm", "stmia"):
+    elif m in ("ldm", "ldmia", "stm", "stmia") and regs:
         d.kind, d.rn, d.rm, d.imm, d.amask = K_ACCESS, regs[0], -1, 0, 3
     return d
 
 
+@dataclass(frozen=True)
+class Decoded:
+    """One instruction as the cycle model sees it (the fields of thumb.h's pk_insn)."""
+
+    size: int
+    undefined: bool
+    cost: int = 1
+    flags: int = 0
+    desc: tuple[int, int, int, int, int, int, int] = (K_CLOBBER, -1, -1, -1, 0, 0, 0)
+
+
+def model(data: bytes, addr: int, rules: CostRules, word: Callable[[int], int | None] = lambda a: None) -> Decoded:
+    """The cycle model's view of the instruction at the start of ``data``: the same
+    answer thumb.c gives, worked out from capstone's decoding."""
+    hw1 = int.from_bytes(bytes(data[:2]).ljust(2, b"\0"), "little")
+    size = 4 if hw1 >> 11 >= 0x1D else 2
+    insn = decode(data, addr)
+    if insn is None or insn.size != size or not defined_on_armv6m(insn):
+        return Decoded(size=size, undefined=True)
+    cost, flags = base_cost(insn, rules.muls_cycles)
+    if rules.flash_wait_states and rules.flash_base <= addr < rules.flash_end:
+        cost += rules.flash_wait_states * fetches(addr, size)
+    d = describe(insn, word)
+    return Decoded(size, False, cost, flags, (d.kind, d.rd, d.rn, d.rm, d.imm, d.wmask, d.amask))
+
+
 class ImageBytes:
-    """The loaded image's bytes by address, for literal pools."""
+    """An image's bytes by address, for literal pools."""
 
     def __init__(self, chunks: Iterable[tuple[int, bytes]]) -> None:
         self.chunks = sorted(chunks)
@@ -174,75 +267,6 @@ class ImageBytes:
             if base <= addr and addr + 4 <= base + len(data):
                 return int.from_bytes(data[addr - base : addr - base + 4], "little")
         return None
-
-
-class CostTables:
-    """Per-halfword tables over the flash region, in memory the C hook reads."""
-
-    def __init__(self, base: int, size: int) -> None:
-        self.base = base
-        self.halfwords = size // 2
-        n = self.halfwords
-        self.cost = (ctypes.c_uint8 * n)()
-        self.length = (ctypes.c_uint8 * n)()
-        self.flags = (ctypes.c_uint8 * n)()
-        self.desc = (Desc * n)()
-
-    def fill(self, code: list[tuple[int, bytes]], image: ImageBytes, rules: CostRules) -> int:
-        """Decode each code range linearly (as the mapping symbols delimit them)."""
-        md = _new_disassembler()
-        count = 0
-        for start, data in code:
-            addr = start
-            while addr < start + len(data):
-                off = addr - start
-                decoded = False
-                for insn in md.disasm(data[off:], addr):
-                    self._set(insn, image, rules)
-                    count += 1
-                    addr = insn.address + insn.size
-                    decoded = True
-                if addr < start + len(data):
-                    addr += 2  # undecodable halfword (data in code): skip it
-                if not decoded and addr >= start + len(data):
-                    break
-        return count
-
-    def _set(self, insn: capstone.CsInsn, image: ImageBytes, rules: CostRules) -> None:
-        h = (insn.address - self.base) >> 1
-        if not 0 <= h < self.halfwords:
-            return
-        cost, flags = base_cost(insn, rules.muls_cycles)
-        if rules.flash_wait_states and rules.flash_base <= insn.address < rules.flash_end:
-            cost += rules.flash_wait_states * _fetches(insn.address, insn.size)
-        self.cost[h] = min(cost, 255)
-        self.length[h] = insn.size // 2
-        self.flags[h] = flags
-        self.desc[h] = describe(insn, image)
-
-
-def block_cost(data: bytes, addr: int, rules: CostRules) -> tuple[int, int, int]:
-    """Cycles, instructions and last-instruction flags of code outside the tables."""
-    md = _new_disassembler()
-    cost = insns = flags = 0
-    for insn in md.disasm(data, addr):
-        c, flags = base_cost(insn, rules.muls_cycles)
-        if rules.flash_wait_states and rules.flash_base <= insn.address < rules.flash_end:
-            c += rules.flash_wait_states * _fetches(insn.address, insn.size)
-        cost += c
-        insns += 1
-    return cost, insns, flags
-
-
-def one_instruction_cost(data: bytes, addr: int, rules: CostRules) -> tuple[int, int]:
-    """Cycles and size in bytes of the single instruction at ``addr``."""
-    md = _new_disassembler()
-    for insn in md.disasm(data, addr, count=1):
-        cost, _ = base_cost(insn, rules.muls_cycles)
-        if rules.flash_wait_states and rules.flash_base <= insn.address < rules.flash_end:
-            cost += rules.flash_wait_states * _fetches(insn.address, insn.size)
-        return cost, insn.size
-    return 1, 2
 
 
 # What an idle loop may contain (emulator/idle.c): instructions that read memory or
@@ -257,9 +281,8 @@ _IDLE_OK = {
 
 def loop_can_idle(code: bytes, addr: int) -> bool:
     """Whether a self-loop block can change nothing but its own registers."""
-    md = _new_disassembler()
     seen = 0
-    for insn in md.disasm(code, addr):
+    for insn in _MD.disasm(code, addr):
         base = insn.mnemonic.split(".")[0]
         if base not in _IDLE_OK and not (base.startswith("b") and len(base) == 3 and base != "blx"):
             return False
@@ -269,7 +292,12 @@ def loop_can_idle(code: bytes, addr: int) -> bool:
 
 def disassemble_one(data: bytes, addr: int) -> str:
     """One instruction as text, for reports and the debugger."""
-    md = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
-    for insn in md.disasm(data, addr, count=1):
+    insn = decode(data, addr)
+    if insn is not None:
         return f"{insn.mnemonic} {insn.op_str}".strip()
-    return f".hword 0x{int.from_bytes(data[:2], 'little'):04x}"
+    if len(data) < 2:
+        return ".byte " + ", ".join(f"0x{b:02x}" for b in data) if data else "(no bytes)"
+    hw1 = int.from_bytes(data[:2], "little")
+    if hw1 >> 11 >= 0x1D and len(data) >= 4:
+        return f".inst.w 0x{hw1:04x}{int.from_bytes(data[2:4], 'little'):04x}"
+    return f".hword 0x{hw1:04x}"

@@ -52,13 +52,14 @@ def build_devices(config: ChipConfig, clock: Clock, *, active_exception: Callabl
                                       reference_clock_hz=pc.params.get("reference_clock_hz"))
         elif pc.type == "scb":
             scb = Scb(pc.name, pc.base, nvic, cpuid=int(pc.params.get("cpuid", 0x410CC200)),
-                      has_vtor=config.core.vtor, active_exception=active_exception)
+                      has_vtor=config.core.vtor, vtor_reset=config.flash.base, active_exception=active_exception)
             dev = scb
         else:
             dev = _build_extra(config, pc, clock, irq)
         devices[pc.name] = dev
     if scb is None:
-        scb = Scb("scb", 0xE000ED00, nvic, has_vtor=config.core.vtor, active_exception=active_exception)
+        scb = Scb("scb", 0xE000ED00, nvic, has_vtor=config.core.vtor, vtor_reset=config.flash.base,
+                  active_exception=active_exception)
         devices["scb"] = scb
     return Devices(nvic, scb, devices)
 

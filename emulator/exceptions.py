@@ -21,7 +21,6 @@ from . import native
 from .bus import Bus
 from .config import ChipConfig
 from .core import Core
-from .cycles import disassemble_one
 from .errors import UsageError
 from .observe import Kind
 
@@ -92,13 +91,30 @@ class ExceptionModel:
         self.take(exc, self.core.pc)
         return True
 
-    def vector(self, exc: int) -> int:
-        vtor = self.scb.vtor if self.scb.has_vtor else 0
-        return self.bus.read_u32(vtor + 4 * exc)
+    def vector_table(self) -> int:
+        """Where the core fetches exception vectors: VTOR when the core has one (it
+        resets to the flash base), else the flash base, where the reset vector is."""
+        return self.scb.vtor if self.scb.has_vtor else self.config.flash.base
+
+    def vector(self, exc: int) -> tuple[int, int | None]:
+        """The vector's address, and its value (None: the fetch is a bus error)."""
+        addr = (self.vector_table() + 4 * exc) & 0xFFFFFFFF
+        region = self.config.region_at(addr)
+        if region is None or not region.contains(addr, 4):
+            return addr, None
+        return addr, int.from_bytes(self.core.uc.mem_read(addr, 4), "little")
 
     def take(self, exc: int, return_pc: int) -> None:
         """Exception entry (ARMv6-M B1.5.6): stack the frame, switch mode, jump."""
         core = self.core
+        vector_addr, vector = self.vector(exc)
+        if vector is None:
+            # The vector fetch is a bus error: HardFault, or lockup when the core is
+            # entering HardFault or NMI (ARMv6-M B1.5.15, B1.5.16).
+            self.fault(f"vector fetch fault: the {exception_name(exc)} vector at 0x{vector_addr:08x} "
+                       f"(vector table 0x{self.vector_table():08x}) is not in memory", return_pc,
+                       address=vector_addr, during_entry=exc)
+            return
         current = core.active_exception()
         thread = current == 0
         control = core.rd(A.UC_ARM_REG_CONTROL)
@@ -116,6 +132,7 @@ class ExceptionModel:
                        address=frame_sp, during_entry=exc)
             return
         core.uc.mem_write(frame_sp, frame)
+        core.code.written(frame_sp, len(frame), engine=False)  # a frame stacked over cached code
         core.wr(A.UC_ARM_REG_PSP if use_psp else A.UC_ARM_REG_MSP, frame_sp)
         exc_return = EXC_RETURN_HANDLER if not thread else (EXC_RETURN_THREAD_PSP if use_psp else EXC_RETURN_THREAD_MSP)
         # Handler mode: IPSR = exception number, SP = MSP (CONTROL.SPSEL reads 0).
@@ -187,10 +204,7 @@ class ExceptionModel:
     def report(self, cause: str, pc: int, address: int | None) -> Fault:
         """The fault as a user reads it: where, the instruction, registers, the way there."""
         pc &= ~1
-        try:
-            insn = disassemble_one(self.bus.read_memory(pc, 4), pc)
-        except UsageError:
-            insn = "(not readable)"
+        insn = self.bus.instruction_text(pc)
         state = self.core.state
         pos = state.ring_pos
         recent = [state.ring[(pos - 1 - i) % native.RING] for i in range(min(8, pos))]

@@ -129,6 +129,7 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     frame[6] = return_pc & ~1u;
     frame[7] = (xpsr & ~(1u << 9)) | (realign ? 1u << 9 : 0) | (1u << 24);
     s->mem_write(s->uc, frame_sp, frame, 32);
+    pk_code_changed(s, frame_sp, 32); /* a frame stacked over cached code makes it stale */
     wr(s, use_psp ? s->id_psp : s->id_msp, frame_sp);
     exc_return = !thread ? EXC_RETURN_HANDLER : (use_psp ? EXC_RETURN_THREAD_PSP : EXC_RETURN_THREAD_MSP);
     wr(s, s->id_control, control & ~2u);
@@ -201,6 +202,9 @@ void pk_intr_hook(void *uc, uint32_t intno, pk_state *s) {
 void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     (void)size;
     if (!s->native_on) return; /* the WFI halts the engine; the run loop sleeps */
+    uint16_t hw = 0;
+    if (s->mem_read(s->uc, address, &hw, 2) != 0 || (hw != 0xBF30 && hw != 0xBF20))
+        return; /* the code there was rewritten since the hook was placed */
     pk_commit_block(s);
     for (;;) {
         if (pk_would_wake(s->nvic)) {

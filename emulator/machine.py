@@ -29,11 +29,12 @@ from peripherals.base import Peripheral
 from peripherals.nvic import FIRST_IRQ, exception_name
 
 from . import native
-from .bus import Bus
+from .bus import Bus, region_protection
 from .clock import Clock
+from .codecache import CodeCache
 from .config import ChipConfig
 from .core import NO_DEADLINE, REG_IDS, Core, Now
-from .cycles import COND_PENALTY, CostRules, CostTables, ImageBytes
+from .cycles import COND_PENALTY
 from .devices import build_devices
 from .errors import LoadError, UsageError
 from .exceptions import ExceptionModel, Fault
@@ -65,7 +66,7 @@ class Machine:
         self.clock = Clock(self._now, config.core.clock_hz, on_schedule=lambda at: self._loop.on_schedule(at))
         devices = build_devices(config, self.clock, active_exception=core.active_exception)
         self.nvic, self.scb, self.peripherals = devices.nvic, devices.scb, devices.all
-        self.bus = Bus(core, config, self.peripherals, self._now, on_code_write=self._code_changed)
+        self.bus = Bus(core, config, self.peripherals, self._now, on_code_write=self._code_written)
         self._exc = ExceptionModel(core, self.bus, self.nvic, self.scb, config, self.describe)
         self._loop = RunLoop(core, self.bus, self._exc, self.nvic, self.clock, self._semihosting, self.describe,
                              self.reset)
@@ -84,11 +85,7 @@ class Machine:
         core, cfg = self.core, self.config
         s = core.state
         flash = cfg.flash
-        core.rules = CostRules(cfg.core.muls_cycles, flash.wait_states, flash.base, flash.end)
-        self._install_tables(CostTables(flash.base, flash.size))
-        s.code_base = flash.base
-        s.code_halfwords = core.tables.halfwords
-        s.cache = core.lib.pk_alloc_cache(s.code_halfwords)
+        core.code = CodeCache(cfg, core, region_protection)
         s.fetch_ws = flash.wait_states
         s.flash_base = flash.base
         s.flash_end = flash.end
@@ -99,8 +96,6 @@ class Machine:
         s.uc = core.uch.value
         s.reg_read = ctypes.cast(_ucmod.uclib.uc_reg_read, ctypes.c_void_p).value
         s.emu_stop = ctypes.cast(_ucmod.uclib.uc_emu_stop, ctypes.c_void_p).value
-        self._fallback = native.FALLBACK(self._loop.fallback_cost)
-        s.fallback = ctypes.cast(self._fallback, ctypes.c_void_p).value
         for i, rid in enumerate(REG_IDS):
             s.regids[i] = rid
         s.apsr_regid = A.UC_ARM_REG_APSR
@@ -134,26 +129,29 @@ class Machine:
         core.add_native_hook(UC_HOOK_INTR, core.lib.pk_intr_hook, 1, 0)
         self._loop.native_hooks_changed = self._place_wfi_hooks
 
-    def _code_changed(self) -> None:
-        self.core.flush_translations()
-        self._loop.forget_loop_verdicts()
+    def _code_written(self, addr: int, size: int) -> None:
+        """The debugger wrote memory: cached code from those bytes (and the loop
+        verdicts made on it) is forgotten, natively (pk_code_changed)."""
+        self.core.code.written(addr, size)
 
     def _sync_scb(self) -> None:
         """VTOR and SLEEPONEXIT, as the native exception path reads them."""
         s = self.core.state
-        s.vtor = self.scb.vtor if self.scb.has_vtor else 0
+        s.vtor = self._exc.vector_table()
         s.sleep_on_exit = int(self.scb.sleep_on_exit)
 
     def _find_wfis(self) -> None:
-        """The WFI/WFE instructions of the loaded image (once per load)."""
+        """The WFI/WFE instructions of the loaded image (once per load), found by a
+        linear walk of its code ranges (the native hook checks the halfword again
+        when it fires, so a literal that looks like WFI costs nothing)."""
         self._wfis: set[int] = set()
-        t = self.core.tables
         for base, data in self.image.code:
-            for off in range(0, len(data) - 1, 2):
-                if data[off + 1] == 0xBF and data[off] in (0x30, 0x20):
-                    h = (base + off - t.base) >> 1
-                    if 0 <= h < t.halfwords and t.length[h] == 1:
-                        self._wfis.add(base + off)
+            off = 0
+            while off + 2 <= len(data):
+                hw = int.from_bytes(data[off:off + 2], "little")
+                if hw in (0xBF30, 0xBF20):
+                    self._wfis.add(base + off)
+                off += 4 if hw >> 11 >= 0x1D else 2
 
     def _place_wfi_hooks(self) -> None:
         """A native hook on each WFI/WFE of the image sleeps without leaving the engine
@@ -166,14 +164,6 @@ class Machine:
         for addr in sorted(wanted - set(self._wfi_hooks)):
             self._wfi_hooks[addr] = self.core.add_native_hook(UC_HOOK_CODE, self.core.lib.pk_wfi_hook, addr, addr).value
             uc.ctl_remove_cache(addr, addr + 2)
-
-    def _install_tables(self, tables: CostTables) -> None:
-        s = self.core.state
-        self.core.tables = tables
-        s.cost = ctypes.addressof(tables.cost)
-        s.len = ctypes.addressof(tables.length)
-        s.flags = ctypes.addressof(tables.flags)
-        s.desc = ctypes.addressof(tables.desc)
 
     def __del__(self) -> None:
         core = getattr(self, "core", None)
@@ -203,9 +193,6 @@ class Machine:
         for base, data in image.segments:
             uc.mem_write(base, data)
         self.image = image
-        tables = CostTables(self.config.flash.base, self.config.flash.size)
-        self._install_tables(tables)
-        tables.fill(image.code, ImageBytes(image.segments), self.core.rules)
         self._find_wfis()
         self._place_wfi_hooks()
         self._loop.forget_loop_verdicts()
@@ -283,7 +270,11 @@ class Machine:
         core.wr(A.UC_ARM_REG_SP, (sp - CALL_FRAME) & ~7)
         self.set_reg("pc", addr)
         before = self.cycles
-        result = self.run(max_cycles=max_cycles)
+        self._loop.calling = True  # a fetch from CALL_RETURN is this call's return, not a fault
+        try:
+            result = self.run(max_cycles=max_cycles)
+        finally:
+            self._loop.calling = False
         if result.reason != StopReason.RETURNED:
             raise UsageError(f"call of {self.describe(addr)} did not return: {result.message or result.reason.value}")
         core.wr(A.UC_ARM_REG_SP, sp)

@@ -1,5 +1,5 @@
-"""The native code (cyclehook.c, excmodel.c, pka_fast.c): locate the shared object and
-mirror its state.
+"""The native code (cyclehook.c, codecache.c, thumb.c, excmodel.c, pka_fast.c): locate
+the shared object and mirror its state and the decoder's structures.
 
 setup.py builds cyclehook.c into ``emulator/_cyclehook*.so`` (a plain shared object,
 no Python API); this module loads it with ctypes and declares pk_state field by field.
@@ -16,13 +16,54 @@ from .errors import PkasimError
 
 RING = 32
 
-STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK = range(7)
+(STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
+ STOP_NATIVE_ERROR) = range(10)
+PK_NOMEM, PK_UNREADABLE = 1, 2  # native_error after STOP_NATIVE_ERROR
+PK_NONE = 0xFFFFFFFF
 
-FALLBACK = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32)
 PY_INTR = ctypes.CFUNCTYPE(None, ctypes.c_uint32)
 # A native device's slow path: (offset, size, value, is_write, cycles into the block) -> value read
 DEVICE_ACCESS = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
                                  ctypes.c_uint32, ctypes.c_uint32)
+
+
+class Desc(ctypes.Structure):
+    """pk_desc (thumb.h): how one instruction computes or uses an address register."""
+
+    _fields_ = [
+        ("kind", ctypes.c_uint8),
+        ("rd", ctypes.c_int8),
+        ("rn", ctypes.c_int8),
+        ("rm", ctypes.c_int8),
+        ("imm", ctypes.c_int32),
+        ("wmask", ctypes.c_uint16),
+        ("amask", ctypes.c_uint8),
+        ("pad", ctypes.c_uint8),
+    ]
+
+
+class Insn(ctypes.Structure):
+    """pk_insn (thumb.h): one decoded instruction."""
+
+    _fields_ = [
+        ("desc", Desc),
+        ("cost", ctypes.c_uint16),
+        ("size", ctypes.c_uint8),
+        ("flags", ctypes.c_uint8),
+        ("undefined", ctypes.c_uint8),
+        ("pad", ctypes.c_uint8 * 3),
+    ]
+
+
+class Rules(ctypes.Structure):
+    """pk_rules (thumb.h): the core options that change instruction costs."""
+
+    _fields_ = [
+        ("muls_cycles", ctypes.c_uint32),
+        ("fetch_ws", ctypes.c_uint32),
+        ("flash_base", ctypes.c_uint32),
+        ("flash_end", ctypes.c_uint32),
+    ]
 
 
 class PkState(ctypes.Structure):
@@ -44,16 +85,6 @@ class PkState(ctypes.Structure):
         ("align_pc", ctypes.c_uint32),
         ("align_addr", ctypes.c_uint32),
         ("align_skip_start", ctypes.c_uint32),
-        ("code_base", ctypes.c_uint32),
-        ("code_halfwords", ctypes.c_uint32),
-        ("cost", ctypes.c_void_p),
-        ("len", ctypes.c_void_p),
-        ("flags", ctypes.c_void_p),
-        ("desc", ctypes.c_void_p),
-        ("cache", ctypes.c_void_p),
-        ("checks", ctypes.c_void_p),
-        ("checks_used", ctypes.c_uint32),
-        ("checks_cap", ctypes.c_uint32),
         ("fetch_ws", ctypes.c_uint32),
         ("flash_base", ctypes.c_uint32),
         ("flash_end", ctypes.c_uint32),
@@ -62,7 +93,6 @@ class PkState(ctypes.Structure):
         ("uc", ctypes.c_void_p),
         ("reg_read", ctypes.c_void_p),
         ("emu_stop", ctypes.c_void_p),
-        ("fallback", ctypes.c_void_p),
         ("regids", ctypes.c_int32 * 16),
         ("ring", ctypes.c_uint32 * RING),
         ("ring_pos", ctypes.c_uint32),
@@ -109,10 +139,39 @@ class PkState(ctypes.Structure):
         ("verdict_addr", ctypes.c_uint32 * 256),
         ("verdict", ctypes.c_uint8 * 256),
         ("obs", ctypes.c_void_p),
+        # code decoding and caching (codecache.c, thumb.c)
+        ("code", ctypes.c_void_p),
+        ("undef_pc", ctypes.c_uint32),
+        ("watch_region", ctypes.c_uint32),
+        ("native_error", ctypes.c_uint32),
+        ("pad_code", ctypes.c_uint32),
     ]
 
 
 _lib: ctypes.CDLL | None = None
+
+
+def _declare(fn: ctypes._CFuncPtr, restype: type | None, *argtypes: type) -> None:
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+
+
+def _declare_code(lib: ctypes.CDLL) -> None:
+    """The code cache and the decoder (codecache.c, thumb.c, cyclehook.c)."""
+    u32, u64, ptr = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
+    _declare(lib.pk_code_new, ptr, u32, u32, u32, u32, ptr)
+    _declare(lib.pk_code_add_region, ctypes.c_int, ptr, u32, u32, u32)
+    _declare(lib.pk_code_clear, None, ptr)
+    _declare(lib.pk_code_changed, ctypes.c_int, ptr, u32, u32)
+    _declare(lib.pk_code_watch_need, None, ptr, u32, ctypes.POINTER(u32), ctypes.POINTER(u32))
+    _declare(lib.pk_code_watch_set, None, ptr, u32, u32, u32)
+    _declare(lib.pk_code_watch_span, None, ptr, u32, ctypes.POINTER(u32), ctypes.POINTER(u32))
+    _declare(lib.pk_code_bytes, u64, ptr)
+    _declare(lib.pk_code_blocks, u32, ptr)
+    _declare(lib.pk_code_decode_range, u32, ptr, ptr, u32, u32, ctypes.POINTER(Insn), u32, ctypes.c_int)
+    _declare(lib.pk_decode, None, u32, u32, u32, ctypes.POINTER(Rules), ctypes.POINTER(Insn))
+    _declare(lib.pk_resolve_literal, None, ctypes.POINTER(Desc), ctypes.c_int, u32)
+    _declare(lib.pk_cost_before, u32, ptr, u32, ctypes.POINTER(u32))
 
 
 def _find() -> Path | None:
@@ -135,11 +194,9 @@ def load() -> ctypes.CDLL:
         raise PkasimError("the native cycle hook is not built: run 'pip install -e .' (or 'make') in the pkasim checkout")
     lib = ctypes.CDLL(str(path))
     lib.pk_sizeof_state.restype = ctypes.c_uint32
-    lib.pk_sizeof_desc.restype = ctypes.c_uint32
-    lib.pk_alloc_cache.restype = ctypes.c_void_p
-    lib.pk_alloc_cache.argtypes = [ctypes.c_uint32]
+    lib.pk_sizeof_insn.restype = ctypes.c_uint32
     lib.pk_free.argtypes = [ctypes.c_void_p]
-    lib.pk_clear_cache.argtypes = [ctypes.c_void_p]
+    _declare_code(lib)
     lib.pk_access_offset.restype = ctypes.c_uint32
     lib.pk_access_offset.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
     lib.pk_native_next.restype = ctypes.c_uint64
@@ -150,7 +207,7 @@ def load() -> ctypes.CDLL:
     lib.pk_next_to_take.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.pk_would_wake.argtypes = [ctypes.c_void_p]
     lib.pk_montmul.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_uint32]
-    if lib.pk_sizeof_state() != ctypes.sizeof(PkState):
+    if lib.pk_sizeof_state() != ctypes.sizeof(PkState) or lib.pk_sizeof_insn() != ctypes.sizeof(Insn):
         raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != "
                           f"{ctypes.sizeof(PkState)}): rebuild with 'pip install -e .'")
     _lib = lib

@@ -9,51 +9,13 @@
 #include <stdint.h>
 
 #include "observe.h"
-
-#define PK_F_COND 0x01    /* conditional branch: cost in the table is the taken cost */
-#define PK_F_BRANCH 0x02  /* changes the flow: the next fetch is not sequential */
-#define PK_F_IRQCHK 0x04  /* may unmask interrupts (CPSIE, MSR): re-check at next block */
-#define PK_F_CONDNEXT 0x08 /* B<cond> whose target is its own fall-through address */
-/* bits 7:4 of a flags entry hold the condition code of a B<cond> */
-
-enum { K_NONE = 0, K_CLOBBER, K_CONST, K_ADDI, K_ADDR, K_ACCESS };
+#include "codecache.h" /* pk_block, pk_check; thumb.h: PK_F_* flags, K_* kinds */
 
 enum { STOP_NONE = 0, STOP_DEADLINE = 1, STOP_ALIGN = 2, STOP_IRQCHK = 3, STOP_SLEEP = 4, STOP_LOOPCHK = 5,
-       STOP_STUCK = 6 };
+       STOP_STUCK = 6, STOP_UNDEF = 7, STOP_WATCH = 8, STOP_NATIVE_ERROR = 9 };
 
 #define RING 32
 
-/* What Python tells about the instruction that starts at one halfword. */
-typedef struct {
-    uint8_t kind;  /* K_* above: how the instruction moves an address register */
-    int8_t rd;     /* register written (K_CONST/K_ADDI/K_ADDR) */
-    int8_t rn;     /* base register (K_ADDI/K_ADDR/K_ACCESS) */
-    int8_t rm;     /* index register or -1 (K_ADDR/K_ACCESS) */
-    int32_t imm;   /* constant, added immediate or access offset */
-    uint16_t wmask;/* registers the instruction writes (applied after its access) */
-    uint8_t amask; /* K_ACCESS: alignment mask (1 halfword, 3 word) */
-    uint8_t pad;
-} pk_desc;
-
-typedef struct {
-    int8_t a, b;   /* registers summed into the address, -1 for none */
-    uint8_t mask;
-    uint8_t pad;
-    int32_t off;
-    uint32_t pc;   /* address of the accessing instruction */
-} pk_check;
-
-typedef struct {
-    uint32_t size;   /* block size in bytes, 0 = not cached yet */
-    uint32_t cost;
-    uint32_t insns;
-    uint32_t check_first;
-    uint16_t check_n;
-    uint8_t last_flags;
-    uint8_t uncheckable; /* 1 if an access address could not be resolved at entry */
-} pk_block;
-
-typedef uint64_t (*pk_fallback_fn)(uint64_t address, uint32_t size);
 typedef int (*pk_reg_read_fn)(void *uc, int regid, void *value);
 typedef int (*pk_emu_stop_fn)(void *uc);
 typedef int (*pk_reg_write_fn)(void *uc, int regid, const void *value);
@@ -83,16 +45,8 @@ typedef struct {
     uint32_t prev_valid, prev_end, prev_flags;
     /* why the hook stopped the run */
     uint32_t stop_reason;
-    uint32_t align_pc, align_addr, align_skip_start;
-    /* tables over [code_base, code_base + 2*code_halfwords) */
-    uint32_t code_base, code_halfwords;
-    const uint8_t *cost;
-    const uint8_t *len;
-    const uint8_t *flags;
-    const pk_desc *desc;
-    pk_block *cache;
-    pk_check *checks;
-    uint32_t checks_used, checks_cap;
+    uint32_t align_pc, align_addr;
+    uint32_t align_skip_start;  /* a block start whose alignment and UNDEFINED checks are skipped once */
     /* flash wait states for the block-start fetch rule */
     uint32_t fetch_ws, flash_base, flash_end;
     uint32_t cond_penalty;
@@ -101,7 +55,6 @@ typedef struct {
     void *uc;
     pk_reg_read_fn reg_read;
     pk_emu_stop_fn emu_stop;
-    pk_fallback_fn fallback;
     int32_t regids[16];
     uint32_t ring[RING];
     uint32_t ring_pos;
@@ -142,6 +95,12 @@ typedef struct {
     /* the observation API (observe.c): non-NULL while something observes; the native
      * paths report what they do through pk_obs_emit() (observe.h) */
     void *obs;
+    /* ---- code decoding and caching (codecache.c, thumb.c): code anywhere ---- */
+    pk_code *code;              /* per-block cache, decoded from guest memory on first execution */
+    uint32_t undef_pc;          /* STOP_UNDEF: the first instruction of the block ARMv6-M lacks */
+    uint32_t watch_region;      /* STOP_WATCH: the writable region whose write watch must grow */
+    uint32_t native_error;      /* STOP_NATIVE_ERROR: PK_NOMEM or PK_UNREADABLE */
+    uint32_t pad_code;
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -149,6 +108,7 @@ typedef struct {
 /* cyclehook.c */
 uint32_t pk_access_offset(pk_state *s, uint32_t addr);
 void pk_commit_block(pk_state *s);
+int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len);
 /* excmodel.c */
 int pk_next_to_take(const pk_nvic *n, int primask);
 int pk_would_wake(const pk_nvic *n);

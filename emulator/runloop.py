@@ -43,8 +43,8 @@ from .breakpoints import Breakpoints
 from .bus import Bus
 from .clock import Clock
 from .core import NO_DEADLINE, Core
-from .cycles import disassemble_one, loop_can_idle
-from .errors import UsageError
+from .cycles import loop_can_idle
+from .errors import PkasimError, UsageError
 from .exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from .observe import Kind
 from .results import RunResult, Stop, StopReason
@@ -55,7 +55,7 @@ guest_log = logging.getLogger("pkasim.guest")
 
 CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
 PROGRESS_EVERY = 1 << 24  # cycles between progress callbacks on long runs
-INSN_WFI, INSN_WFE = 0xBF30, 0xBF20
+INSN_WFI, INSN_WFE, INSN_YIELD = 0xBF30, 0xBF20, 0xBF10
 
 
 class RunLoop:
@@ -78,9 +78,9 @@ class RunLoop:
         self._py_stop: tuple | None = None
         self._mem_fault: tuple[str, int] | None = None
         self._progress: Callable[[int], None] | None = None
-        self._settler = Settler(core, bus.read_memory)
+        self._settler = Settler(core)
         self.settle = self._settler.settle
-        self.fallback_cost = self._settler.fallback_cost
+        self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
 
     @property
@@ -181,7 +181,7 @@ class RunLoop:
         if until is not None:
             core.uc.ctl_remove_cache(until, until + 2)  # 'until' is checked at translation
         try:
-            core.uc.emu_start(pc | 1, until if until is not None else 0xFFFFFFFF)
+            self.emu(pc, until if until is not None else 0xFFFFFFFF)
             error = None
         except UcError as exc:
             error = exc
@@ -192,8 +192,7 @@ class RunLoop:
         reason = s.stop_reason
         if reason in (native.STOP_DEADLINE, native.STOP_IRQCHK):
             return
-        if reason == native.STOP_ALIGN:
-            self._unaligned(s.align_pc, s.align_addr)
+        if self._native_fault(reason):
             return
         if reason == native.STOP_LOOPCHK:
             self._loop_verdict(pc_now, s.cur_end, until)
@@ -211,8 +210,7 @@ class RunLoop:
         stop = self._py_stop
         if stop is None:
             self.settle(pc_now)
-            hw = int.from_bytes(self.bus.read_memory(pc_now - 2, 2), "little") if pc_now >= 2 else 0
-            if hw in (INSN_WFI, INSN_WFE) and not (until is not None and pc_now == until):
+            if self._halfword(pc_now - 2) in (INSN_WFI, INSN_WFE) and not (until is not None and pc_now == until):
                 core.sleeping = True
                 return
             if until is not None and pc_now == until:
@@ -258,11 +256,13 @@ class RunLoop:
             self.exc.fault(f"BKPT #{hw & 0xFF} with no debugger attached", pc)
             return
         if intno in (3, 4):  # prefetch / data abort raised as a CPU exception
-            if intno == 3 and pc == CALL_RETURN:
+            if intno == 3 and pc == CALL_RETURN and self.calling:
                 self.settle(pc)
                 raise Stop(StopReason.RETURNED, "call returned")
             self.settle(pc)
             cause, address = self._mem_fault or (("instruction fetch fault" if intno == 3 else "data access fault"), None)
+            if intno == 3 and self._mem_fault is None and self.bus.config.region_at(pc) is None:
+                cause, address = "instruction fetch from unmapped address", pc
             self.exc.fault(cause if address is None else f"{cause} 0x{address:08x}", pc, address=address)
             return
         self.settle(pc)
@@ -283,8 +283,47 @@ class RunLoop:
             raise Stop(StopReason.EXIT, result.describe(), exit_code=result.code)
         core.wr(A.UC_ARM_REG_R0, result & 0xFFFFFFFF)
 
-    def _unaligned(self, fault_pc: int, address: int) -> None:
-        """Run the block up to the faulting access, then fault there."""
+    def emu(self, begin: int, until: int, count: int = 0) -> None:
+        """emu_start; when the hook stopped to have the code write watch extended (the
+        block it stopped before has not executed), extend it and go on.
+
+        Starting the engine sets the Thumb bit: a core that left Thumb state (a BX to
+        an even address) and was stopped before its next instruction gets the fault
+        Unicorn would have raised there instead of a silent restart."""
+        core = self.core
+        s = core.state
+        while True:
+            if not core.rd(A.UC_ARM_REG_XPSR) & (1 << 24):
+                raise UcError(UC_ERR_INSN_INVALID)
+            core.uc.emu_start(begin | 1, until, count=count)
+            if s.stop_reason != native.STOP_WATCH:
+                return
+            core.code.watch(s.watch_region)
+            s.stop_reason = native.STOP_NONE
+            begin = core.pc
+
+    def _native_fault(self, reason: int) -> bool:
+        """Handle a stop the native hook made before a block because of a fault it
+        found there, or an error of its own; False if ``reason`` is none of those."""
+        s = self.core.state
+        if reason == native.STOP_ALIGN:
+            self._fault_at(s.align_pc, f"unaligned access to 0x{s.align_addr:08x} "
+                           "(ARMv6-M requires natural alignment)", address=s.align_addr)
+            return True
+        if reason == native.STOP_UNDEF:
+            pc = s.undef_pc
+            self._fault_at(pc, f"undefined instruction ({self.bus.instruction_text(pc)}): "
+                           "not an ARMv6-M instruction")
+            return True
+        if reason == native.STOP_NATIVE_ERROR:
+            what = "the code cache ran out of memory" if s.native_error == native.PK_NOMEM else \
+                f"the code at {self.describe(self.core.pc)} could not be read"
+            raise PkasimError(f"cannot go on: {what}")
+        return False
+
+    def _fault_at(self, fault_pc: int, cause: str, *, address: int | None = None) -> None:
+        """Run the block up to the faulting instruction, then fault there: cycles and
+        registers are those of the instructions before it, as on the core."""
         core = self.core
         s = core.state
         block_start = core.pc
@@ -295,25 +334,44 @@ class RunLoop:
             if fault_pc != block_start:
                 # Unicorn checks 'until' when it translates: drop the cached block first.
                 core.uc.ctl_remove_cache(fault_pc, fault_pc + 2)
-                core.uc.emu_start(block_start | 1, fault_pc)
+                self.emu(block_start, fault_pc)
         except UcError as exc:
             self._handle_error(exc, core.pc)
             return
         s.align_skip_start = 0xFFFFFFFF
         self.settle(fault_pc)
         core.set_pc(fault_pc)
-        self.exc.fault(f"unaligned access to 0x{address:08x} (ARMv6-M requires natural alignment)", fault_pc,
-                       address=address)
+        self.exc.fault(cause, fault_pc, address=address)
+
+    def _halfword(self, addr: int) -> int | None:
+        """The halfword at ``addr`` if it is memory, else None."""
+        region = self.bus.config.region_at(addr)
+        if region is None or not region.contains(addr, 2):
+            return None
+        return int.from_bytes(self.core.uc.mem_read(addr, 2), "little")
 
     def _handle_error(self, error: UcError, pc: int) -> None:
         code = error.errno
-        if code == UC_ERR_FETCH_UNMAPPED and pc == CALL_RETURN:
+        if code == UC_ERR_FETCH_UNMAPPED and pc == CALL_RETURN and self.calling:
             self.settle(pc)
             raise Stop(StopReason.RETURNED, "call returned")
         if code == UC_ERR_INSN_INVALID:
+            core, s = self.core, self.core.state
+            hint = self._halfword(pc - 2)
+            if s.cur_valid and pc == s.cur_end and pc - 2 >= s.cur_start and hint in (INSN_YIELD, INSN_WFE):
+                # Unicorn stops after YIELD and WFE as if they were undefined; on the
+                # core YIELD is a NOP and WFE waits like WFI (docs/cycle-model.md).
+                self.settle(pc)
+                core.sleeping = hint == INSN_WFE
+                return
             self.settle(pc)
-            insn = disassemble_one(self.bus.read_memory(pc, 4), pc) if self.bus.config.region_at(pc) else "?"
-            self.exc.fault(f"undefined instruction ({insn})", pc)
+            xpsr = core.rd(A.UC_ARM_REG_XPSR)
+            if not xpsr & (1 << 24):
+                # A BX/BLX/POP to an even address: the next instruction faults (INVSTATE).
+                core.wr(A.UC_ARM_REG_XPSR, xpsr | 1 << 24)
+                self.exc.fault(f"branch to 0x{pc:08x} without the Thumb bit (INVSTATE)", pc)
+                return
+            self.exc.fault(f"undefined instruction ({self.bus.instruction_text(pc)})", pc)
             return
         mem = self._mem_fault
         if code in (UC_ERR_READ_UNMAPPED, UC_ERR_WRITE_UNMAPPED, UC_ERR_FETCH_UNMAPPED,
@@ -357,15 +415,21 @@ class RunLoop:
             pc = core.pc
             self._bps.skip = pc
             try:
-                core.uc.emu_start(pc | 1, 0xFFFFFFFF, count=1)
+                self.emu(pc, 0xFFFFFFFF, count=1)
+                if s.stop_reason in (native.STOP_ALIGN, native.STOP_UNDEF) and \
+                        (s.align_pc if s.stop_reason == native.STOP_ALIGN else s.undef_pc) != pc:
+                    # The fault is at a later instruction of the block: this one runs.
+                    s.stop_reason = native.STOP_NONE
+                    s.align_skip_start = pc
+                    self.emu(pc, 0xFFFFFFFF, count=1)
                 error = None
             except UcError as exc:
                 error = exc
             self._bps.skip = None
             if error is not None:
                 self._handle_error(error, core.pc)
-            elif s.stop_reason == native.STOP_ALIGN:
-                self._unaligned(s.align_pc, s.align_addr)
+            elif self._native_fault(s.stop_reason):
+                pass
             elif self._py_stop is not None and self._py_stop[0] == "intr":
                 self._handle_intr(self._py_stop[1], self._py_stop[2] & ~1)
             else:

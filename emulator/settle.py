@@ -2,32 +2,25 @@
 executed (docs/cycle-model.md, "How the count is kept", step 3).
 
 The native hook commits a block when the next one starts; when the engine stops
-inside a block (a fault, a breakpoint, semihosting, a single step) or Unicorn asks
-the cost of code outside the tables, the count is settled here.
+inside a block (a fault, a breakpoint, semihosting, a single step), the count is
+settled here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ctypes
 
 from unicorn import arm_const as A
 
 from .core import Core
-from .cycles import COND_PENALTY, F_COND, F_CONDNEXT, block_cost, one_instruction_cost
+from .cycles import COND_PENALTY, F_COND, F_CONDNEXT
 
 
 class Settler:
-    """Settles blocks of one core; ``read_memory`` reads code outside the tables."""
+    """Settles blocks of one core."""
 
-    def __init__(self, core: Core, read_memory: Callable[[int, int], bytes]) -> None:
+    def __init__(self, core: Core) -> None:
         self.core = core
-        self.read_memory = read_memory
-
-    def fallback_cost(self, address: int, size: int) -> int:
-        """Cost of a block outside the cost tables (the native hook asks)."""
-        data = self.read_memory(address, size)
-        cost, insns, flags = block_cost(data, address, self.core.rules)
-        return cost | (insns << 32) | (flags << 56)
 
     def settle(self, pc: int) -> None:
         """Commit the block that was executing when the run stopped with PC at ``pc``."""
@@ -36,7 +29,7 @@ class Settler:
             return
         start, end = s.cur_start, s.cur_end
         if start <= pc < end:
-            cost, insns = self._partial(start, pc)
+            cost, insns = self._partial(pc)
             s.prev_valid, s.prev_end, s.prev_flags = 1, pc, 0
         else:
             cost, insns = s.cur_cost, s.cur_insns
@@ -57,18 +50,9 @@ class Settler:
         return [z, not z, c, not c, n, not n, v, not v, c and not z, not c or z,
                 n == v, n != v, not z and n == v, z or n != v, True, True][(flags >> 4) & 0xF]
 
-    def _partial(self, start: int, stop: int) -> tuple[int, int]:
-        t = self.core.tables
-        cost = insns = 0
-        a = start
-        while a < stop:
-            h = (a - t.base) >> 1
-            if 0 <= h < t.halfwords and t.length[h]:
-                cost += t.cost[h]
-                a += 2 * t.length[h]
-            else:
-                c, size = one_instruction_cost(self.read_memory(a, 4), a, self.core.rules)
-                cost += c
-                a += size
-            insns += 1
-        return cost, insns
+    def _partial(self, stop: int) -> tuple[int, int]:
+        """Cycles and instructions of the current block before ``stop`` (decoded
+        natively from memory: pk_cost_before)."""
+        insns = ctypes.c_uint32()
+        cost = self.core.lib.pk_cost_before(self.core.state_ref, stop, ctypes.byref(insns))
+        return cost, insns.value

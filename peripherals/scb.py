@@ -2,7 +2,8 @@
 
 Interface
   MMIO window  0xE000ED00-0xE000ED3F (ARMv6-M ARM B3.2): CPUID, ICSR, VTOR (optional),
-               AIRCR, SCR, CCR, SHPR2, SHPR3.
+               AIRCR, SCR, CCR, SHPR2, SHPR3. VTOR resets to ``vtor_reset``: the
+               machine passes the flash base, where it read the reset vector.
   Given        the exception controller (the NVIC, duck-typed: set_pending,
                clear_pending, set_system_priority, priority, active, vect_pending),
                and ``on_reset_request`` for AIRCR.SYSRESETREQ.
@@ -49,18 +50,20 @@ class Scb(Peripheral):
     size = 0x40
 
     def __init__(self, name: str, base: int, exceptions: Any, *, cpuid: int = 0x410CC200,
-                 has_vtor: bool = False, active_exception: Callable[[], int] = lambda: 0) -> None:
+                 has_vtor: bool = False, vtor_reset: int = 0,
+                 active_exception: Callable[[], int] = lambda: 0) -> None:
         super().__init__(name, base)
         self.exceptions = exceptions
         self.cpuid = cpuid
         self.has_vtor = has_vtor
+        self.vtor_reset = vtor_reset & 0xFFFFFF80  # where the reset vector was read (the flash base)
         self.active_exception = active_exception
         self.on_reset_request: Callable[[], None] = lambda: None
         self.on_change: Callable[[], None] = lambda: None  # VTOR or SCR changed (the core caches both)
         self.reset()
 
     def reset(self) -> None:
-        self.vtor = 0
+        self.vtor = self.vtor_reset
         self.scr = 0
         self.on_change()
 

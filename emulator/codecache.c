@@ -1,0 +1,457 @@
+/*
+ * pkasim code cache (see codecache.h).
+ *
+ * Blocks live in an open-addressing hash table keyed by start address (linear
+ * probing, at most half full), so a lookup is one multiply and usually one compare,
+ * and memory follows the code executed. Each executable region has a bitmap with one
+ * bit per halfword, in 4 KiB pages allocated when code from that page is first
+ * decoded: a write that touches a set bit means cached code changed, and the whole
+ * cache is dropped (self-modifying code is rare; decoding again is cheap).
+ */
+#include "codecache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_REGIONS 16
+#define PAGE_SHIFT 12
+#define PAGE_BYTES (1u << PAGE_SHIFT)
+#define PAGE_MAP_BYTES (PAGE_BYTES / 16) /* one bit per halfword */
+#define FIRST_CAPACITY 1024u
+#define MAX_BLOCK_BYTES 8192u /* Unicorn translates at most 512 instructions per block */
+
+typedef struct {
+    uint32_t base, size, writable;
+    uint32_t npages;
+    uint8_t **pages;          /* per 4 KiB page: halfword bitmap, or NULL */
+    uint32_t marked;          /* some bit is set */
+    uint32_t need_lo, need_hi; /* span of the code and literals decoded here (for the write watch) */
+    uint32_t watch_lo, watch_hi;
+} region_t;
+
+struct pk_code {
+    pk_rules rules;
+    pk_code_read_fn mem_read;
+    pk_block *table;
+    uint32_t cap, used;
+    pk_check *checks;
+    uint32_t checks_used, checks_cap;
+    region_t regions[MAX_REGIONS];
+    uint32_t nregions;
+    uint64_t map_bytes;
+};
+
+pk_code *pk_code_new(uint32_t muls_cycles, uint32_t fetch_ws, uint32_t flash_base, uint32_t flash_end,
+                     void *mem_read) {
+    pk_code *c = calloc(1, sizeof(pk_code));
+    if (!c) return NULL;
+    c->rules.muls_cycles = muls_cycles;
+    c->rules.fetch_ws = fetch_ws;
+    c->rules.flash_base = flash_base;
+    c->rules.flash_end = flash_end;
+    c->mem_read = (pk_code_read_fn)mem_read;
+    c->cap = FIRST_CAPACITY;
+    c->table = malloc(c->cap * sizeof(pk_block));
+    if (!c->table) {
+        free(c);
+        return NULL;
+    }
+    memset(c->table, 0xFF, c->cap * sizeof(pk_block));
+    return c;
+}
+
+void pk_code_free(pk_code *c) {
+    if (!c) return;
+    for (uint32_t r = 0; r < c->nregions; r++) {
+        region_t *g = &c->regions[r];
+        if (g->pages)
+            for (uint32_t p = 0; p < g->npages; p++) free(g->pages[p]);
+        free(g->pages);
+    }
+    free(c->table);
+    free(c->checks);
+    free(c);
+}
+
+int pk_code_add_region(pk_code *c, uint32_t base, uint32_t size, uint32_t writable) {
+    if (c->nregions == MAX_REGIONS || size == 0) return -1;
+    region_t *g = &c->regions[c->nregions++];
+    memset(g, 0, sizeof(*g));
+    g->base = base;
+    g->size = size;
+    g->writable = writable;
+    g->npages = (uint32_t)(((uint64_t)size + PAGE_BYTES - 1) >> PAGE_SHIFT);
+    g->need_lo = g->watch_lo = PK_NONE;
+    g->need_hi = g->watch_hi = 0;
+    return 0;
+}
+
+static int region_of(const pk_code *c, uint32_t a) {
+    for (uint32_t r = 0; r < c->nregions; r++)
+        if (a - c->regions[r].base < c->regions[r].size) return (int)r;
+    return -1;
+}
+
+void pk_code_clear(pk_code *c) {
+    memset(c->table, 0xFF, c->cap * sizeof(pk_block));
+    c->used = 0;
+    c->checks_used = 0;
+    for (uint32_t r = 0; r < c->nregions; r++) {
+        region_t *g = &c->regions[r];
+        if (!g->marked) continue;
+        for (uint32_t p = 0; p < g->npages; p++)
+            if (g->pages[p]) memset(g->pages[p], 0, PAGE_MAP_BYTES);
+        g->marked = 0;
+    }
+}
+
+/* Set the bits of [a, end) in the region bitmaps; -1 when a page cannot be allocated. */
+static int mark(pk_code *c, uint32_t a, uint32_t end) {
+    a &= ~1u;
+    while (a < end) {
+        int r = region_of(c, a);
+        if (r < 0) {
+            a += 2;
+            continue;
+        }
+        region_t *g = &c->regions[r];
+        if (!g->pages) {
+            g->pages = calloc(g->npages, sizeof(uint8_t *));
+            if (!g->pages) return -1;
+            c->map_bytes += (uint64_t)g->npages * sizeof(uint8_t *);
+        }
+        uint32_t off = a - g->base, p = off >> PAGE_SHIFT;
+        if (!g->pages[p]) {
+            g->pages[p] = calloc(1, PAGE_MAP_BYTES);
+            if (!g->pages[p]) return -1;
+            c->map_bytes += PAGE_MAP_BYTES;
+        }
+        uint32_t h = (off & (PAGE_BYTES - 1)) >> 1;
+        g->pages[p][h >> 3] |= (uint8_t)(1u << (h & 7));
+        g->marked = 1;
+        if (a < g->need_lo) g->need_lo = a;
+        if (a + 2 > g->need_hi) g->need_hi = a + 2;
+        a += 2;
+    }
+    return 0;
+}
+
+int pk_code_written(pk_code *c, uint32_t addr, uint32_t len) {
+    if (!len) return 0;
+    uint64_t end = (uint64_t)addr + len;
+    for (uint32_t r = 0; r < c->nregions; r++) {
+        region_t *g = &c->regions[r];
+        if (!g->marked) continue;
+        uint64_t lo = addr > g->base ? addr : g->base;
+        uint64_t hi = end < (uint64_t)g->base + g->size ? end : (uint64_t)g->base + g->size;
+        for (uint64_t a = lo & ~1ull; a < hi; a += 2) {
+            uint32_t off = (uint32_t)(a - g->base), p = off >> PAGE_SHIFT;
+            if (!g->pages[p]) {
+                a = ((uint64_t)(p + 1) << PAGE_SHIFT) + g->base - 2; /* skip the page */
+                continue;
+            }
+            uint32_t h = (off & (PAGE_BYTES - 1)) >> 1;
+            if (g->pages[p][h >> 3] & (1u << (h & 7))) {
+                pk_code_clear(c);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the block table */
+
+static uint32_t slot_of(const pk_code *c, uint32_t start) {
+    uint32_t h = (start >> 1) * 2654435761u;
+    uint32_t mask = c->cap - 1, i = (h ^ (h >> 15)) & mask;
+    while (c->table[i].start != PK_NONE && c->table[i].start != start) i = (i + 1) & mask;
+    return i;
+}
+
+static int grow(pk_code *c) {
+    uint32_t old_cap = c->cap, cap = old_cap * 2;
+    pk_block *old = c->table, *t = malloc((size_t)cap * sizeof(pk_block));
+    if (!t) return -1;
+    memset(t, 0xFF, (size_t)cap * sizeof(pk_block));
+    c->table = t;
+    c->cap = cap;
+    for (uint32_t i = 0; i < old_cap; i++)
+        if (old[i].start != PK_NONE) c->table[slot_of(c, old[i].start)] = old[i];
+    free(old);
+    return 0;
+}
+
+const pk_check *pk_code_checks(const pk_code *c, const pk_block *b) { return &c->checks[b->check_first]; }
+
+/* ---------------------------------------------------------------- decoding a block */
+
+/* Representation of a register during the walk of a block: entry values plus const. */
+typedef struct {
+    int8_t a, b;
+    uint8_t ok;
+    int32_t off;
+} rep_t;
+
+static int add_check(pk_code *c, const rep_t *r, int32_t off, uint8_t mask, uint32_t pc) {
+    if (c->checks_used == c->checks_cap) {
+        uint32_t cap = c->checks_cap ? c->checks_cap * 2 : 1024;
+        pk_check *n = realloc(c->checks, cap * sizeof(pk_check));
+        if (!n) return -1;
+        c->checks = n;
+        c->checks_cap = cap;
+    }
+    pk_check *k = &c->checks[c->checks_used++];
+    k->a = r->a;
+    k->b = r->b;
+    k->mask = mask;
+    k->pad = 0;
+    k->off = r->off + off;
+    k->pc = pc;
+    return 0;
+}
+
+static rep_t rep_add(rep_t x, rep_t y) {
+    rep_t r = {-1, -1, 0, 0};
+    if (!x.ok || !y.ok) return r;
+    if (x.b >= 0 && (y.a >= 0 || y.b >= 0)) return r;
+    if (y.b >= 0 && (x.a >= 0 || x.b >= 0)) return r;
+    r.ok = 1;
+    r.off = x.off + y.off;
+    int8_t regs[4] = {x.a, x.b, y.a, y.b};
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        if (regs[i] < 0) continue;
+        if (n == 0) r.a = regs[i];
+        else if (n == 1) r.b = regs[i];
+        else {
+            r.ok = 0;
+            return r;
+        }
+        n++;
+    }
+    return r;
+}
+
+/* The guest bytes of [start, end) into buf (which holds end - start + 2 bytes); the
+ * halfword after end is read too when it exists (a 32-bit instruction may straddle). */
+static int read_code(pk_code *c, void *uc, uint32_t start, uint32_t end, uint8_t *buf) {
+    if (end > start && c->mem_read(uc, start, buf, end - start) != 0) return -1;
+    if (c->mem_read(uc, end, buf + (end - start), 2) != 0) buf[end - start] = buf[end - start + 1] = 0;
+    return 0;
+}
+
+static uint32_t hw_at(const uint8_t *buf, uint32_t off) { return (uint32_t)buf[off] | (uint32_t)buf[off + 1] << 8; }
+
+static void resolve_literal(pk_code *c, void *uc, pk_insn *in, int track) {
+    uint8_t w[4];
+    uint32_t lit = (uint32_t)in->desc.imm;
+    int ok = c->mem_read(uc, lit, w, 4) == 0;
+    pk_resolve_literal(&in->desc, ok, (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24);
+    if (ok && track) mark(c, lit, lit + 4);
+}
+
+/* Walk the block once: totals, alignment checks, the first UNDEFINED instruction. */
+static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, pk_block *blk) {
+    uint8_t local[1024 + 2], *buf = local;
+    uint32_t end = start + size, a = start, cost = 0, insns = 0, last_flags = 0;
+    rep_t reg[16];
+    int err = PK_OK;
+    if (size > sizeof(local) - 2) {
+        if (size > MAX_BLOCK_BYTES || !(buf = malloc(size + 2))) return PK_NOMEM;
+    }
+    if (read_code(c, uc, start, end, buf) != 0) {
+        err = PK_UNREADABLE;
+        goto out;
+    }
+    for (int i = 0; i < 16; i++) {
+        reg[i].a = (int8_t)i;
+        reg[i].b = -1;
+        reg[i].ok = 1;
+        reg[i].off = 0;
+    }
+    blk->start = start;
+    blk->check_first = c->checks_used;
+    blk->check_n = 0;
+    blk->uncheckable = 0;
+    blk->undef_off = PK_NONE;
+    while (a < end) {
+        pk_insn in;
+        pk_decode(a, hw_at(buf, a - start), hw_at(buf, a - start + 2), &c->rules, &in);
+        if (in.undefined) {
+            blk->undef_off = a - start;
+            break;
+        }
+        if (in.desc.kind == K_LITERAL) resolve_literal(c, uc, &in, 1);
+        cost += in.cost;
+        insns += 1;
+        last_flags = in.flags;
+        const pk_desc *d = &in.desc;
+        if (align) {
+            rep_t zero = {-1, -1, 1, 0};
+            switch (d->kind) {
+            case K_CONST: {
+                rep_t r = {-1, -1, 1, d->imm};
+                reg[d->rd] = r;
+                break;
+            }
+            case K_ADDI: {
+                rep_t r = reg[d->rn];
+                r.off += d->imm;
+                reg[d->rd] = r;
+                break;
+            }
+            case K_ADDR:
+                reg[d->rd] = rep_add(reg[d->rn], reg[d->rm]);
+                break;
+            case K_ACCESS: {
+                rep_t base = rep_add(reg[d->rn], d->rm >= 0 ? reg[d->rm] : zero);
+                if (!base.ok) blk->uncheckable = 1;
+                else if (add_check(c, &base, d->imm, d->amask, a) != 0) {
+                    err = PK_NOMEM;
+                    goto out;
+                }
+                else blk->check_n++;
+                break;
+            }
+            default:
+                break;
+            }
+            if (d->kind != K_CONST && d->kind != K_ADDI && d->kind != K_ADDR) {
+                for (int r = 0; r < 16; r++)
+                    if (d->wmask & (1u << r)) reg[r].ok = 0;
+            }
+        }
+        a += in.size;
+    }
+    blk->size = size;
+    blk->cost = cost;
+    blk->insns = insns;
+    blk->last_flags = (uint8_t)last_flags;
+    if (mark(c, start, end) != 0) err = PK_NOMEM;
+out:
+    if (buf != local) free(buf);
+    return err;
+}
+
+/* A writable region holding decoded code (or a literal read) its watch does not cover. */
+static int watch_needed(const pk_code *c) {
+    for (uint32_t r = 0; r < c->nregions; r++) {
+        const region_t *g = &c->regions[r];
+        if (g->writable && g->need_lo < g->need_hi && (g->need_lo < g->watch_lo || g->need_hi > g->watch_hi))
+            return (int)r;
+    }
+    return -1;
+}
+
+const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
+                              pk_block *scratch, int *err, int *watch) {
+    *err = PK_OK;
+    *watch = -1;
+    if (size == 0) {
+        memset(scratch, 0, sizeof(*scratch));
+        scratch->start = start;
+        scratch->undef_off = PK_NONE;
+        return scratch;
+    }
+    uint32_t i = slot_of(c, start);
+    pk_block *b = &c->table[i];
+    if (b->start == start) {
+        if (b->size == size) return b;
+        /* Same start, other length (a run that stopped mid-block): decode it without
+         * replacing the usual entry; its checks stay readable until the next fill. */
+        uint32_t used = c->checks_used;
+        *err = fill(c, uc, start, size, align, scratch);
+        c->checks_used = used;
+        if (*err) return NULL;
+        *watch = watch_needed(c);
+        return scratch;
+    }
+    pk_block blk;
+    *err = fill(c, uc, start, size, align, &blk);
+    if (*err) return NULL;
+    if (2 * (c->used + 1) > c->cap) {
+        if (grow(c) != 0) {
+            *err = PK_NOMEM;
+            return NULL;
+        }
+        i = slot_of(c, start);
+    }
+    c->table[i] = blk;
+    c->used++;
+    *watch = watch_needed(c);
+    return &c->table[i];
+}
+
+/* ---------------------------------------------------------------- partial blocks */
+
+uint32_t pk_code_decode_range(pk_code *c, void *uc, uint32_t start, uint32_t end, pk_insn *out, uint32_t max,
+                              int resolve) {
+    uint8_t local[1024 + 2], *buf = local;
+    uint32_t n = 0, a = start;
+    if (end <= start) return 0;
+    if (end - start > sizeof(local) - 2) {
+        if (end - start > MAX_BLOCK_BYTES || !(buf = malloc(end - start + 2))) return 0;
+    }
+    if (read_code(c, uc, start, end, buf) == 0) {
+        while (a < end && n < max) {
+            pk_insn *in = &out[n++];
+            pk_decode(a, hw_at(buf, a - start), hw_at(buf, a - start + 2), &c->rules, in);
+            if (resolve && in->desc.kind == K_LITERAL) resolve_literal(c, uc, in, 0);
+            a += in->size;
+        }
+    }
+    if (buf != local) free(buf);
+    return n;
+}
+
+uint32_t pk_code_cost_range(pk_code *c, void *uc, uint32_t start, uint32_t stop, uint32_t *insns) {
+    uint8_t local[1024 + 2], *buf = local;
+    uint32_t cost = 0, n = 0, a = start;
+    if (stop > start) {
+        if (stop - start > sizeof(local) - 2) {
+            if (stop - start > MAX_BLOCK_BYTES || !(buf = malloc(stop - start + 2))) buf = NULL;
+        }
+        if (buf && read_code(c, uc, start, stop, buf) == 0) {
+            while (a < stop) {
+                pk_insn in;
+                pk_decode(a, hw_at(buf, a - start), hw_at(buf, a - start + 2), &c->rules, &in);
+                cost += in.cost;
+                n++;
+                a += in.size;
+            }
+        }
+        if (buf && buf != local) free(buf);
+    }
+    *insns = n;
+    return cost;
+}
+
+/* ---------------------------------------------------------------- write watch, memory */
+
+void pk_code_watch_need(const pk_code *c, uint32_t region, uint32_t *lo, uint32_t *hi) {
+    *lo = *hi = 0;
+    if (region >= c->nregions) return;
+    *lo = c->regions[region].need_lo;
+    *hi = c->regions[region].need_hi;
+}
+
+void pk_code_watch_set(pk_code *c, uint32_t region, uint32_t lo, uint32_t hi) {
+    if (region >= c->nregions) return;
+    c->regions[region].watch_lo = lo;
+    c->regions[region].watch_hi = hi;
+}
+
+void pk_code_watch_span(const pk_code *c, uint32_t region, uint32_t *lo, uint32_t *hi) {
+    *lo = *hi = 0;
+    if (region >= c->nregions) return;
+    *lo = c->regions[region].watch_lo;
+    *hi = c->regions[region].watch_hi;
+}
+
+uint64_t pk_code_bytes(const pk_code *c) {
+    return sizeof(pk_code) + (uint64_t)c->cap * sizeof(pk_block) + (uint64_t)c->checks_cap * sizeof(pk_check) +
+           c->map_bytes;
+}
+
+uint32_t pk_code_blocks(const pk_code *c) { return c->used; }
