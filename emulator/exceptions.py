@@ -143,7 +143,6 @@ class ExceptionModel:
         self.nvic.activate(exc)
         name = exception_name(exc)
         self.taken[name] = self.taken.get(name, 0) + 1
-        vector = self.vector(exc)
         core.observe(Kind.EXC_ENTRY, exc, vector)
         core.state.cycles += self.config.core.exception_entry_cycles
         core.state.prev_valid = 0

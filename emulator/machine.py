@@ -464,7 +464,7 @@ class Machine:
             cycle, insns = core.cycles, core.instructions
             s = core.state
             if s.cur_valid and s.cur_start <= address < s.cur_end:
-                cost, n = settler._partial(s.cur_start, address)
+                cost, n = settler.cost_before(address)
                 cycle, insns = cycle + cost, insns + n
             callback(address, size, cycle, insns)
 

@@ -29,7 +29,7 @@ class Settler:
             return
         start, end = s.cur_start, s.cur_end
         if start <= pc < end:
-            cost, insns = self._partial(pc)
+            cost, insns = self.cost_before(pc)
             s.prev_valid, s.prev_end, s.prev_flags = 1, pc, 0
         else:
             cost, insns = s.cur_cost, s.cur_insns
@@ -50,7 +50,7 @@ class Settler:
         return [z, not z, c, not c, n, not n, v, not v, c and not z, not c or z,
                 n == v, n != v, not z and n == v, z or n != v, True, True][(flags >> 4) & 0xF]
 
-    def _partial(self, stop: int) -> tuple[int, int]:
+    def cost_before(self, stop: int) -> tuple[int, int]:
         """Cycles and instructions of the current block before ``stop`` (decoded
         natively from memory: pk_cost_before)."""
         insns = ctypes.c_uint32()
