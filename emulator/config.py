@@ -30,7 +30,7 @@ PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
     "systick": ("reference_clock_hz",),
     "nvic": (),
     "scb": ("cpuid",),
-    "pka": ("ram_size", "max_words", "digit_bits", "timing"),
+    "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands"),
 }
 PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 

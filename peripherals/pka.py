@@ -12,6 +12,8 @@ Interface
   Clock input  the core clock: an operation is busy for ``cycles(op, LEN)`` core
                cycles from the timing model (``digit_bits``, ``timing``), one event
                scheduled on the Clock; the result appears in PKA RAM when it fires.
+  Operand rule ``strict_operands`` (a chip-file switch, default off): a modular operation
+               with A or B at or above N is refused (OPERRF) instead of reduced.
   Not modelled the datapath's intermediate states (the result is computed when START
                is accepted and written at the end of the busy time: the CPU cannot
                see PKA RAM meanwhile, so nothing can tell); wait states on PKA RAM or
@@ -48,7 +50,7 @@ from emulator.errors import ConfigError, UsageError
 from emulator.observe import Kind
 
 from .base import NativeWindow, Peripheral, guest_log
-from .pka_math import COMMANDS, Command, OperandError
+from .pka_math import COMMANDS, Command, OperandError, require_reduced
 
 
 class Reg(IntEnum):
@@ -94,7 +96,7 @@ ERROR_FLAGS = {SR_OPERRF: "OPERRF", SR_ADDRERRF: "ADDRERRF", SR_RAMERRF: "RAMERR
 
 LOG_LIMIT = 100_000  # operations kept in the log; counts are always complete
 PARAMS = ("ram_size", "max_words", "digit_bits", "timing")
-
+OPTIONAL_PARAMS = {"strict_operands": False}  # parameter -> value when the chip file leaves it out
 
 
 class RegSpec(NamedTuple):
@@ -260,7 +262,8 @@ class Pka(Peripheral):
     """Register front end + PKA RAM; the maths is ``pka_math``, the time is the Clock's."""
 
     def __init__(self, name: str, base: int, clock: Clock, irq: Callable[[], None], *,
-                 ram_size: int, max_words: int, digit_bits: int, timing: dict[str, Any]) -> None:
+                 ram_size: int, max_words: int, digit_bits: int, timing: dict[str, Any],
+                 strict_operands: bool = False) -> None:
         super().__init__(name, base)
         if not _is_int(ram_size) or ram_size <= 0:
             raise _param_error(name, "ram_size", f"expected a size in bytes, got {ram_size!r}")
@@ -275,11 +278,14 @@ class Pka(Peripheral):
                                f"{max_words} words ({4 * max_words} bytes) do not fit in ram_size ({ram_size} bytes)")
         if not _is_int(digit_bits) or digit_bits <= 0:
             raise _param_error(name, "digit_bits", f"expected a positive integer, got {digit_bits!r}")
+        if not isinstance(strict_operands, bool):
+            raise _param_error(name, "strict_operands", f"expected true or false, got {strict_operands!r}")
         self.clock = clock
         self.irq = irq
         self.ram_size = ram_size
         self.max_words = max_words
         self.digit_bits = digit_bits
+        self.strict_operands = strict_operands
         self._cycles = _timing_table(name, timing, digit_bits, max_words)
         self.timing = {k: tuple(v) for k, v in timing.items()}
         self.size = RAM_OFFSET + ram_size
@@ -304,8 +310,9 @@ class Pka(Peripheral):
         the file, the line and the parameter."""
         try:
             for key in pc.params:
-                if key not in PARAMS:
-                    raise _param_error(pc.name, key, f"unknown parameter for a pka (known: {', '.join(PARAMS)})")
+                if key not in PARAMS and key not in OPTIONAL_PARAMS:
+                    known = ", ".join((*PARAMS, *OPTIONAL_PARAMS))
+                    raise _param_error(pc.name, key, f"unknown parameter for a pka (known: {known})")
             for key in PARAMS:
                 if key not in pc.params:
                     raise _param_error(pc.name, key, "required parameter is missing")
@@ -562,6 +569,8 @@ class Pka(Peripheral):
         n = self.peek(regs[Reg.NPTR], words) if command.uses_n else 0
         try:
             result, carry = command.function(a, b, n, words)
+            if self.strict_operands and command.uses_n:
+                require_reduced(a, b, n)
         except OperandError as exc:
             return self._refuse(SR_OPERRF, f"{command.name}: {exc.reason}")
         cycles = self._cycles[command.key][words]

@@ -8,7 +8,9 @@ of docs/pka.md (the engine then sets OPERRF). The register front end
 
 Results follow docs/pka.md exactly: modular results are fully reduced into [0, N),
 whatever the size of A and B; ADD and SUB wrap at 2^(32*LEN) and report the carry
-(ADD) or the borrow (SUB).
+(ADD) or the borrow (SUB). A chip with ``strict_operands`` also refuses a modular
+operation whose A or B is N or more (``require_reduced``), as real modular adders and
+multipliers that correct their result by one subtraction do.
 """
 
 from __future__ import annotations
@@ -58,6 +60,20 @@ def modsub(a: int, b: int, n: int, words: int) -> tuple[int, int]:
     """R = (A - B) mod N, N > 0 (Python's % already gives a result in [0, N))."""
     _require_modulus(n)
     return (a - b) % n, 0
+
+
+def require_reduced(a: int, b: int, n: int) -> None:
+    """The strict operand rule (docs/pka.md): A < N and B < N for a modular operation.
+
+    A datapath that reduces its result with one conditional subtraction of N is only
+    right for operands below N; a chip with this rule refuses the others (OPERRF)
+    instead of computing a wrong result, so firmware that relies on the lenient
+    model's full reduction fails loudly on it.
+    """
+    if a >= n:
+        raise OperandError("A >= N (strict_operands: modular operands must be below N)")
+    if b >= n:
+        raise OperandError("B >= N (strict_operands: modular operands must be below N)")
 
 
 def add(a: int, b: int, n: int, words: int) -> tuple[int, int]:

@@ -250,6 +250,62 @@ def test_address_check_comes_before_the_arithmetic_rules():
     assert not rig.read(Reg.SR) & SR_OPERRF
 
 
+# --------------------------------------------------------------------------- strict_operands
+
+@pytest.mark.parametrize("opcode", [MONTMUL, MODADD, MODSUB], ids=lambda op: NAMES[op])
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_strict_chip_refuses_a_modular_operand_at_or_above_n(opcode, operand):
+    n = 0xFFFF1
+    for value in (n, n + 1, (1 << 128) - 1):
+        rig = Rig(strict_operands=True)
+        rig.store(A_PTR, value if operand == "a" else 3, 4)
+        rig.store(B_PTR, value if operand == "b" else 3, 4)
+        rig.store(N_PTR, n, 4)
+        before = rig.ram()
+        rig.start(opcode, 4)
+        refused(rig, SR_OPERRF, before)
+        assert rig.pka.stats()["errors"]["OPERRF"] == 1
+
+
+@pytest.mark.parametrize("opcode", [MONTMUL, MODADD, MODSUB], ids=lambda op: NAMES[op])
+def test_strict_chip_computes_operands_below_n_as_the_lenient_one(opcode):
+    n = 0xFFFF1
+    strict = Rig(strict_operands=True).operate(opcode, 4, n - 1, n - 2, n)
+    assert strict == Rig().operate(opcode, 4, n - 1, n - 2, n)
+
+
+def test_strict_rule_does_not_apply_to_add_and_sub():
+    for opcode in (ADD, SUB):
+        r, _ = Rig(strict_operands=True).operate(opcode, 2, (1 << 64) - 1, 5, n=3)
+        assert r == Rig().operate(opcode, 2, (1 << 64) - 1, 5, n=3)[0]
+
+
+def test_lenient_chip_reduces_operands_at_or_above_n():
+    assert Rig().operate(MODADD, 4, 0xFFFF1 * 3 + 2, 0xFFFF1, 0xFFFF1) == (2, 0)
+
+
+def test_strict_rule_is_checked_after_the_arithmetic_rules(caplog):
+    rig = Rig(strict_operands=True)
+    rig.store(A_PTR, 10, 1)
+    rig.store(N_PTR, 4, 1)  # an even N and A >= N: the guest log names the even N
+    with caplog.at_level("WARNING", logger="pkasim.guest"):
+        rig.start(MONTMUL, 1)
+    assert rig.read(Reg.SR) & SR_OPERRF
+    assert "odd modulus" in caplog.text and "strict_operands" not in caplog.text
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_strict_operands_must_be_a_boolean(value):
+    with pytest.raises(ConfigError, match=r": peripherals\.pka\.strict_operands: expected true or false"):
+        Rig(strict_operands=value)
+
+
+def test_the_shipped_strict_chip_sets_the_rule(repo):
+    cfg = load_config(repo / "configs" / "ciu98320b-strict.yaml")
+    assert cfg.peripherals["pka"].params["strict_operands"] is True
+    assert load_config().peripherals["pka"].params["strict_operands"] is False
+
+
 @pytest.mark.parametrize(("flag", "enable", "provoke"), [
     (SR_OPERRF, CR_OPERRIE, lambda rig, ie: rig.start(0x3F, 4, cr=CR_EN | ie)),
     (SR_ADDRERRF, CR_ADDRERRIE, lambda rig, ie: rig.start(ADD, 4, a=1, cr=CR_EN | ie)),
