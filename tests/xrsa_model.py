@@ -12,7 +12,9 @@ operand shows up as a wrong result.
 
 ``variant`` is "paper" (Algorithms 1-3 as printed, Algorithm 2 read as
 s_i = s_(i-1) (x) s_1) or "opt" (the optimized variant): the firmware's xrsa.elf and
-xrsa_opt.elf.
+xrsa_opt.elf. ``strict=True`` is the sequence of their builds for a PKA with
+strict_operands (rsa.c with RSA_STRICT=1), run on a model PKA that refuses a modular
+operand at or above the modulus as that chip does.
 """
 
 from __future__ import annotations
@@ -95,9 +97,10 @@ class PkaError(Exception):
 class Pka:
     """PKA RAM (words) and the five operations of docs/pka.md, counted by step."""
 
-    def __init__(self, ram_words: int = RAM_WORDS, max_words: int = 64) -> None:
+    def __init__(self, ram_words: int = RAM_WORDS, max_words: int = 64, strict: bool = False) -> None:
         self.ram = bytearray(4 * ram_words)
         self.max_words = max_words
+        self.strict = strict
         self.step = ""
         self.counts: Counter[tuple[str, str]] = Counter()  # (step, op) -> count
         self.by_length: Counter[tuple[str, int]] = Counter()  # (op, LEN) -> count
@@ -138,6 +141,8 @@ class Pka:
         self._check(r, words)
         vn = self.fetch(n, words) if n is not None else 0
         self.carry = 0
+        if self.strict and n is not None and (va >= vn or vb >= vn):
+            raise PkaError(f"{name}: an operand >= N (strict_operands)")
         if name == "MONTMUL":
             if vn % 2 == 0 or vn <= 1:
                 raise PkaError("MONTMUL needs an odd N > 1")
@@ -178,19 +183,35 @@ def _words(nbits: int) -> int:
     return nbits // 64  # LEN of the exponentiation: nbits/2 bits per prime
 
 
+def _r_mod_p(pka: Pka, L: int, dst: int) -> None:
+    """R mod p into dst: (R - 1) (+) 1, or 0 - p by SUB in the strict builds."""
+    P, T, ONE = _r("P"), _r("T"), _r("ONE")
+    if pka.strict:
+        pka.fill(T, 0, L)
+        pka.op("SUB", L, T, P, None, dst)           # 0 - p = R - p = R mod p (p > R/2)
+    else:
+        pka.fill(T, 0xFFFFFFFF, L)                  # R - 1
+        pka.op("MODADD", L, T, ONE, P, dst)
+
+
+def _reduce_once(pka: Pka, L: int, x: int) -> int:
+    """The region holding x mod p for x < 2p: x, or x - p in RED (strict builds)."""
+    borrow = pka.op("SUB", L, x, _r("P"), None, _r("RED"))
+    return x if borrow else _r("RED")
+
+
 def _mont_r2(pka: Pka, L: int, variant: str, tag: str) -> None:
     """R^2 mod p into RR (Algorithm 2). The optimized variant leaves R mod p in Y."""
-    P, RR, T, Y, ONE = _r("P"), _r("RR"), _r("T"), _r("Y"), _r("ONE")
+    P, RR, T, Y = _r("P"), _r("RR"), _r("T"), _r("Y")
     pka.step = f"R^2 mod {tag}"
-    pka.fill(T, 0xFFFFFFFF, L)                      # R - 1
     if variant == "paper":
-        pka.op("MODADD", L, T, ONE, P, RR)          # s = (R-1) (+) 1 = R mod p
+        _r_mod_p(pka, L, RR)                        # s = (R-1) (+) 1 = R mod p
         pka.op("MODADD", L, RR, RR, P, T)           # s_1 = s (+) s = 2R mod p
         pka.op("MONTMUL", L, T, T, P, RR)           # s_2 = s_1 (x) s_1
         for _ in range(3, 32 * L + 1):              # s_i = s_(i-1) (x) s_1, i = 3..n
             pka.op("MONTMUL", L, RR, T, P, RR)
     else:
-        pka.op("MODADD", L, T, ONE, P, Y)           # R mod p: Montgomery form of 1, kept as y
+        _r_mod_p(pka, L, Y)                         # R mod p: Montgomery form of 1, kept as y
         pka.op("MODADD", L, Y, Y, P, RR)            # 2R mod p: Montgomery form of 2
         k = 1
         while k < 32 * L:                            # (2^k R) (x) (2^k R) = 2^(2k) R
@@ -208,7 +229,8 @@ def _exp(pka: Pka, L: int, variant: str, tag: str, prime: int, d: int, m: int, d
     pka.load(T, m >> (32 * L), L)                   # m1
     pka.load(DUM, m & ((1 << (32 * L)) - 1), L)     # m2
     pka.op("MONTMUL", L, T, RR, P, T)               # m1 (x) R^2 = m1 R mod p
-    pka.op("MODADD", L, T, DUM, P, T)               # (+) m2 = m mod p
+    m2 = _reduce_once(pka, L, DUM) if pka.strict else DUM  # m2 < R < 2p
+    pka.op("MODADD", L, T, m2, P, T)                # (+) m2 = m mod p
     pka.step = f"Algorithm 3 mod {tag}"
     if variant == "paper":
         pka.op("MONTMUL", L, ONE, RR, P, Y)         # y = 1 (x) R^2
@@ -252,14 +274,15 @@ def _wide_mul(pka: Pka, L: int, acc: int) -> None:
     assert c == 0
 
 
-def rsa_private(key: Key, m: int, variant: str = "paper") -> tuple[int, Pka]:
-    """m^d mod N as the firmware computes it; returns (S, the PKA with its counters)."""
+def rsa_private(key: Key, m: int, variant: str = "paper", strict: bool = False) -> tuple[int, Pka]:
+    """m^d mod N as the firmware computes it; returns (S, the PKA with its counters).
+    ``strict``: the RSA_STRICT build's sequence, on a PKA that refuses operands >= N."""
     if variant not in VARIANTS:
         raise ValueError(variant)
     L = _words(key.nbits)
     if not 0 <= m < 1 << key.nbits:
         raise ValueError("message longer than the key")
-    pka = Pka()
+    pka = Pka(strict=strict)
     P, RR, T, Y, DUM, ONE, SQ = (_r(x) for x in ("P", "RR", "T", "Y", "DUM", "ONE", "SQ"))
     pka.load(ONE, 1, L)
     # Algorithm 1, step 2 first (section III-D): S_q, parked in SQ.
@@ -269,14 +292,16 @@ def rsa_private(key: Key, m: int, variant: str = "paper") -> tuple[int, Pka]:
     # Step 3: h = qinv * (S_p - S_q) mod p.
     pka.step = "step 3: h"
     if variant == "paper":
-        pka.op("MODSUB", L, Y, SQ, P, DUM)          # S_p (-) S_q
+        sq = _reduce_once(pka, L, SQ) if strict else SQ  # S_q < q < 2p
+        pka.op("MODSUB", L, Y, sq, P, DUM)          # S_p (-) S_q
         pka.load(T, key.qinv, L)
         pka.op("MONTMUL", L, T, RR, P, T)           # qinv R
         pka.op("MONTMUL", L, DUM, RR, P, DUM)       # (S_p - S_q) R
         pka.op("MONTMUL", L, T, DUM, P, Y)          # h R
         pka.op("MONTMUL", L, Y, ONE, P, Y)          # h
     else:
-        pka.op("MONTMUL", L, SQ, RR, P, DUM)        # S_q R mod p
+        sq = _reduce_once(pka, L, SQ) if strict else SQ  # S_q < q < 2p
+        pka.op("MONTMUL", L, sq, RR, P, DUM)        # S_q R mod p
         pka.op("MODSUB", L, Y, DUM, P, DUM)         # (S_p - S_q) R
         pka.load(T, key.qinv, L)
         pka.op("MONTMUL", L, T, DUM, P, Y)          # qinv (S_p - S_q) R R^-1 = h

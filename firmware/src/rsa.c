@@ -14,6 +14,14 @@
  *   RSA_OPTIMIZED=1  the optimized variant (xrsa_opt.elf): R^2 by squaring the
  *                    Montgomery form of 2, and the other savings of docs/xrsa.md.
  *
+ * Each is built a second time with RSA_STRICT=1 (rsa_strict.o, rsa_opt_strict.o) for a
+ * PKA with strict_operands (docs/pka.md: every operand of a modular operation below
+ * its modulus): R mod p = 0 - p by SUB instead of (R - 1) (+) 1, and m2 and S_q, which
+ * may exceed p, reduced by one subtraction of p chosen by the borrow. That build
+ * defines rsa_private_strict only. The lenient build's code is unchanged (so are its
+ * cycle counts): on a strict PKA its first MODADD, (R - 1) (+) 1, is refused (OPERRF),
+ * and rsa_private starts over in rsa_private_strict (docs/xrsa.md, "A strict PKA").
+ *
  * On a PKA whose multiplier takes 4096-bit operands (MAXLEN >= 128, e.g.
  * configs/native4096.yaml) RSA-4096's step 4 and equation 3 use it natively: h*q and
  * p*q are one LEN-128 MONTMUL each instead of Table II (docs/xrsa.md, "A chip with a
@@ -31,11 +39,22 @@
 #ifndef RSA_OPTIMIZED
 #define RSA_OPTIMIZED 0
 #endif
+#ifndef RSA_STRICT
+#define RSA_STRICT 0
+#endif
 
-#if RSA_OPTIMIZED
+#if RSA_STRICT
+/* The strict build's entry point (the lenient build's rsa_private calls it). */
+int rsa_private_strict(const rsa_key_t *key, const uint8_t *in, uint8_t *out);
+#elif RSA_OPTIMIZED
 const char rsa_variant[] = "optimized";
 #else
 const char rsa_variant[] = "paper";
+#endif
+#if !RSA_STRICT
+int rsa_private_strict(const rsa_key_t *key, const uint8_t *in, uint8_t *out);
+/* Set when mont_r2's first MODADD is refused: the PKA is strict (or the prime is 0). */
+static uint8_t r2_refused;
 #endif
 
 /* The layout fits in PKA RAM and regions live together do not overlap. */
@@ -43,6 +62,7 @@ LAY_CHECK_FITS;
 LAY_CHECK_EXP;
 LAY_CHECK_M;
 LAY_CHECK_NAT;
+LAY_CHECK_RED;
 _Static_assert(LAY_RAM_WORDS <= PKA_RAM_WORDS, "the RSA layout needs more PKA RAM than the chip has");
 _Static_assert(LAY_P_LEN >= PKA_MAX_WORDS && LAY_MOD1_LEN == 64, "a slot holds a 2048-bit operand");
 
@@ -66,6 +86,22 @@ static inline int modadd(uint32_t L, uint32_t a, uint32_t b, uint32_t r)
     return pka_exec(PKA_MODADD, L, a, b, LAY_P, r);
 }
 
+#if RSA_STRICT
+/* Region a if borrow = 1, b if borrow = 0: arithmetic, no branch. */
+static inline uint32_t pick(uint32_t borrow, uint32_t a, uint32_t b)
+{
+    return b ^ ((a ^ b) & (0u - borrow));
+}
+
+/* x mod p for x < 2p at region x: x itself or x - p (into RED), by the borrow of x - p. */
+static int reduce_once(uint32_t L, uint32_t x, uint32_t *out)
+{
+    TRY(pka_exec(PKA_SUB, L, x, LAY_P, 0, LAY_RED));
+    *out = pick(pka_carry(), x, LAY_RED);
+    return RSA_OK;
+}
+#endif
+
 /* Words per prime (the exponentiation's LEN), or 0 for an unsupported size. */
 static uint32_t prime_words(uint16_t nbits)
 {
@@ -88,20 +124,39 @@ static uint32_t prime_words(uint16_t nbits)
  * s_1 = 2^1 R it reaches 2^n R = R^2 after log2(n) squarings (11 for n = 2048);
  * it also leaves s = R mod p (the Montgomery form of 1, Algorithm 3's initial y)
  * in Y.
+ * Step 1 on a strict PKA: R - 1 >= p is no operand for MODADD there. As p > R/2,
+ * R mod p = R - p, which SUB makes from 0 - p (wrapping modulo R).
  */
+#if RSA_STRICT
+#define R_MOD_P(dst) TRY(pka_exec(PKA_SUB, L, LAY_T, LAY_P, 0, (dst)))
+#else
+#define R_MOD_P(dst)                                                            \
+    do {                                                                        \
+        int rc_ = modadd(L, LAY_T, LAY_ONE, (dst));                             \
+        if (rc_ < 0) {                                                          \
+            r2_refused = rc_ == PKA_ERR_OP;                                     \
+            return rc_;                                                         \
+        }                                                                       \
+    } while (0)
+#endif
+
 static int mont_r2(uint32_t L)
 {
     uint32_t n = 32u * L;
 
+#if RSA_STRICT
+    pka_fill(LAY_T, 0, L);                              /* 0 */
+#else
     pka_fill(LAY_T, 0xFFFFFFFFu, L);                    /* R - 1 */
+#endif
 #if !RSA_OPTIMIZED
-    TRY(modadd(L, LAY_T, LAY_ONE, LAY_RR));             /* s = R mod p */
+    R_MOD_P(LAY_RR);                                    /* s = R mod p */
     TRY(modadd(L, LAY_RR, LAY_RR, LAY_T));              /* s_1 = 2R mod p */
     TRY(mont(L, LAY_T, LAY_T, LAY_P, LAY_RR));          /* s_2 */
     for (uint32_t i = 3; i <= n; i++)                   /* (LEN and N set by mont) */
         TRY(pka_run(PKA_MONTMUL, LAY_RR, LAY_T, LAY_RR)); /* s_i = s_(i-1) (x) s_1 */
 #else
-    TRY(modadd(L, LAY_T, LAY_ONE, LAY_Y));              /* R mod p, kept as y */
+    R_MOD_P(LAY_Y);                                     /* R mod p, kept as y */
     TRY(modadd(L, LAY_Y, LAY_Y, LAY_RR));               /* 2R mod p */
     for (uint32_t k = 1; k < n; k <<= 1)
         TRY(mont(L, LAY_RR, LAY_RR, LAY_P, LAY_RR));    /* 2^k R -> 2^(2k) R */
@@ -126,7 +181,13 @@ static int crt_exp(uint32_t L, const uint8_t *prime, const uint8_t *d, const uin
     pka_load_be(LAY_T, m, L);                           /* m1: the high half */
     pka_load_be(LAY_DUM, m + bytes, L);                 /* m2: the low half */
     TRY(mont(L, LAY_T, LAY_RR, LAY_P, LAY_T));
+#if RSA_STRICT
+    uint32_t m2;
+    TRY(reduce_once(L, LAY_DUM, &m2));                  /* m2 < R < 2p */
+    TRY(modadd(L, LAY_T, m2, LAY_T));
+#else
     TRY(modadd(L, LAY_T, LAY_DUM, LAY_T));
+#endif
 
     /* Algorithm 3. */
 #if !RSA_OPTIMIZED
@@ -300,6 +361,7 @@ static int native_recombine(const rsa_key_t *key, uint8_t *out)
     return RSA_OK;
 }
 
+#if !RSA_STRICT
 int rsa_get_public_key(rsa_key_t *key, uint8_t *n)
 {
     uint32_t L = prime_words(key->nbits);
@@ -321,8 +383,13 @@ int rsa_get_public_key(rsa_key_t *key, uint8_t *n)
     pka_fetch_be(LAY_NACC, n, 2u * L);
     return RSA_OK;
 }
+#endif
 
+#if RSA_STRICT
+int rsa_private_strict(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
+#else
 int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
+#endif
 {
     uint32_t L = prime_words(key->nbits);
 
@@ -333,12 +400,29 @@ int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
     pka_write(LAY_ONE, 1);
 
     /* Algorithm 1, step 2 first (section III-D: step 3 shares step 1's modulus). */
+#if RSA_STRICT
     TRY(crt_exp(L, key->q, key->dq, in, LAY_SQ));              /* S_q, integer, in SQ */
+#else
+    int rc = crt_exp(L, key->q, key->dq, in, LAY_SQ);          /* S_q, integer, in SQ */
+    if (rc < 0) {
+        if (r2_refused) {                                      /* a strict PKA: start over */
+            r2_refused = 0;
+            return rsa_private_strict(key, in, out);
+        }
+        return rc;
+    }
+#endif
 #if !RSA_OPTIMIZED
     TRY(crt_exp(L, key->p, key->dp, in, LAY_Y));               /* S_p, integer, in Y */
 
     /* Step 3: h = qinv * (S_p - S_q) mod p: one MODSUB, four MONTMULs. */
+#if RSA_STRICT
+    uint32_t sq;
+    TRY(reduce_once(L, LAY_SQ, &sq));                          /* S_q < q < 2p */
+    TRY(pka_exec(PKA_MODSUB, L, LAY_Y, sq, LAY_P, LAY_DUM));
+#else
     TRY(pka_exec(PKA_MODSUB, L, LAY_Y, LAY_SQ, LAY_P, LAY_DUM)); /* S_p (-) S_q */
+#endif
     pka_load_be(LAY_T, key->qinv, L);
     TRY(mont(L, LAY_T, LAY_RR, LAY_P, LAY_T));                  /* qinv R */
     TRY(mont(L, LAY_DUM, LAY_RR, LAY_P, LAY_DUM));              /* (S_p - S_q) R */
@@ -348,7 +432,13 @@ int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
     TRY(crt_exp(L, key->p, key->dp, in, 0));                   /* S_p R mod p, in Y */
 
     /* Step 3 in the Montgomery domain: qinv (x) (S_p R - S_q R) = qinv (S_p - S_q). */
+#if RSA_STRICT
+    uint32_t sq;
+    TRY(reduce_once(L, LAY_SQ, &sq));                          /* S_q < q < 2p */
+    TRY(mont(L, sq, LAY_RR, LAY_P, LAY_DUM));                   /* S_q R mod p */
+#else
     TRY(mont(L, LAY_SQ, LAY_RR, LAY_P, LAY_DUM));               /* S_q R mod p */
+#endif
     TRY(pka_exec(PKA_MODSUB, L, LAY_Y, LAY_DUM, LAY_P, LAY_DUM));
     pka_load_be(LAY_T, key->qinv, L);
     TRY(mont(L, LAY_T, LAY_DUM, LAY_P, LAY_Y));                 /* h */

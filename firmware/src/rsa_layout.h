@@ -33,6 +33,8 @@
 #define LAY_ONE_LEN   64
 #define LAY_SQ        640       /* S_q, from the end of the q exponentiation to step 4 */
 #define LAY_SQ_LEN    64
+#define LAY_RED       384       /* strict PKA only: m2 - p, then S_q - p (an operand reduced below p) */
+#define LAY_RED_LEN   64
 
 /* ---- Step 4: S = S_q + h*q from products modulo 2^2048 - 1 (Table II) ------- */
 #define LAY_MOD1      0         /* 2^2048 - 1, the modulus that makes MONTMUL a plain product */
@@ -74,7 +76,7 @@
 #define LAY_NAT_SQ_LEN   128
 
 /* Regions live together, phase by phase. */
-#define LAY_PHASE_EXP   "P RR T Y DUM ONE SQ"              /* Algorithms 2 and 3, step 3 */
+#define LAY_PHASE_EXP   "P RR T Y DUM ONE SQ RED"          /* Algorithms 2 and 3, step 3 */
 #define LAY_PHASE_SPLIT "Y XH"                             /* h copied from Y into XH */
 #define LAY_PHASE_M     "MOD1 T2 T3 CW XH YQ ACC SQ"       /* M = S_q + h*q */
 #define LAY_PHASE_N     "MOD1 T2 T3 CW XH YQ ACC NACC"     /* N = p*q next to M */
@@ -109,6 +111,12 @@
                    LAY_APART(Y, SQ) && LAY_APART(DUM, ONE) &&                    \
                    LAY_APART(DUM, SQ) && LAY_APART(ONE, SQ),                     \
                    "PKA RAM layout: exponentiation regions overlap")
+
+#define LAY_CHECK_RED                                                           \
+    _Static_assert(LAY_FITS(RED) && LAY_APART(RED, P) && LAY_APART(RED, RR) &&   \
+                   LAY_APART(RED, T) && LAY_APART(RED, Y) && LAY_APART(RED, DUM) && \
+                   LAY_APART(RED, ONE) && LAY_APART(RED, SQ),                    \
+                   "PKA RAM layout: RED overlaps an exponentiation region")
 
 #define LAY_CHECK_M                                                             \
     _Static_assert(LAY_APART(Y, XH) &&                                          \
