@@ -47,6 +47,8 @@ _Static_assert(offsetof(rsa_key_t, e) == 4 && offsetof(rsa_key_t, p) == 8 &&
 /*      PKA_ERR_ADDR    (-3)       an operand outside PKA RAM (ADDRERRF) */
 /*      PKA_ERR_RAM     (-4)       PKA RAM touched while busy (RAMERRF) */
 #define RSA_ERR_CARRY   (-5)    /* a carry out of a 4096-bit result: a bad key (p, q too long) */
+#define RSA_ERR_INPUT   (-6)    /* the input is not below n: "message representative out of
+                                   range" (RSASP1, RSADP); fixed-window images only */
 
 /*
  * n = p * q, nbits/8 bytes big-endian. Computed on the multiplier with the modulus
@@ -58,14 +60,17 @@ int rsa_get_public_key(rsa_key_t *key, uint8_t *n);
 
 /*
  * out = in^d mod n (sign or decrypt), in and out nbits/8 bytes big-endian; in may
- * equal out. Any input below 2^nbits is accepted (an input >= n gives
- * (in mod n)^d mod n). Runs in a time that depends on nbits (and the chip) only.
+ * equal out. The fixed-window build (rsa_win.c) requires in < n and returns
+ * RSA_ERR_INPUT otherwise, leaving out untouched; the xRSA builds (rsa.c) accept any
+ * input below 2^nbits (an input >= n gives (in mod n)^d mod n; docs/xrsa.md, "Input
+ * range"). Runs in a time that depends on nbits (and the chip) only.
  * RSA-4096 uses a 4096-bit multiplier natively for step 4 and equation 3 when the
  * PKA reports one (MAXLEN >= 128, docs/xrsa.md).
  */
 int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out);
 
-/* Which build this is: "paper" (xrsa.elf) or "optimized" (xrsa_opt.elf). */
+/* Which build this is: "paper" (xrsa.elf), "optimized" (xrsa_opt.elf) or
+ * "fixed-window" (xrsa_win.elf). */
 extern const char rsa_variant[];
 
 #endif
