@@ -45,6 +45,8 @@ JOBS: tuple[Job, ...] = (
     Job("rsa2048-pka", "RSA-2048, PKA (CRT)", "xrsa_opt.elf", 2048, "pka"),
     Job("rsa4096-xrsa", "RSA-4096, xRSA (paper variant)", "xrsa.elf", 4096, "pka"),
     Job("rsa4096-xrsa-opt", "RSA-4096, xRSA (optimized)", "xrsa_opt.elf", 4096, "pka"),
+    Job("rsa2048-win", "RSA-2048, PKA fixed window (CRT)", "xrsa_win.elf", 2048, "pka"),
+    Job("rsa4096-win", "RSA-4096, xRSA fixed window", "xrsa_win.elf", 4096, "pka"),
     Job("rsa2048-soft", "RSA-2048, software bignum", "rsa_soft.elf", 2048, "software"),
     Job("rsa4096-soft", "RSA-4096, software bignum", "rsa_soft.elf", 4096, "software"),
 )
@@ -165,6 +167,10 @@ def ratios(jobs: list[JobResult]) -> dict[str, float]:
     ratio("rsa4096_software_vs_xrsa_opt", "rsa4096-soft", "rsa4096-xrsa-opt")
     ratio("rsa2048_software_vs_pka", "rsa2048-soft", "rsa2048-pka")
     ratio("rsa4096_xrsa_paper_vs_optimized", "rsa4096-xrsa", "rsa4096-xrsa-opt")
+    ratio("rsa2048_pka_vs_win", "rsa2048-pka", "rsa2048-win")
+    ratio("rsa4096_xrsa_vs_win", "rsa4096-xrsa", "rsa4096-win")
+    ratio("rsa4096_xrsa_opt_vs_win", "rsa4096-xrsa-opt", "rsa4096-win")
+    ratio("rsa4096_win_vs_rsa2048_win", "rsa4096-win", "rsa2048-win")
     return out
 
 

@@ -22,6 +22,10 @@ RATIO_TEXT = {
     "rsa4096_software_vs_xrsa_opt": "RSA-4096 in software vs xRSA (optimized)",
     "rsa2048_software_vs_pka": "RSA-2048 in software vs on the PKA",
     "rsa4096_xrsa_paper_vs_optimized": "xRSA paper variant vs optimized variant",
+    "rsa2048_pka_vs_win": "RSA-2048: Algorithm 3 (optimized) vs fixed window",
+    "rsa4096_xrsa_vs_win": "RSA-4096: xRSA paper variant vs fixed window",
+    "rsa4096_xrsa_opt_vs_win": "RSA-4096: xRSA optimized vs fixed window",
+    "rsa4096_win_vs_rsa2048_win": "fixed window: RSA-4096 vs RSA-2048",
 }
 
 

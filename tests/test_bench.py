@@ -26,7 +26,8 @@ def test_default_bench_runs_every_job_and_verifies_it(bench_json):
     assert data["schema"] == "pkasim.bench/1"
     (cfg,) = data["configs"]
     jobs = {j["job"]: j for j in cfg["jobs"]}
-    assert set(jobs) == {"rsa2048-pka", "rsa4096-xrsa", "rsa4096-xrsa-opt", "rsa2048-soft", "rsa4096-soft"}
+    assert set(jobs) == {"rsa2048-pka", "rsa4096-xrsa", "rsa4096-xrsa-opt", "rsa2048-win", "rsa4096-win",
+                         "rsa2048-soft", "rsa4096-soft"}
     for job in jobs.values():
         assert set(job) == FIELDS
         assert job["verified"], job["job"]
@@ -49,6 +50,17 @@ def test_pka_jobs_use_the_pka_and_software_jobs_do_not(bench_json):
     assert jobs["rsa4096-xrsa"]["pka_operations"]["MONTMUL"] == 12_306
     assert jobs["rsa4096-xrsa-opt"]["pka_operations"]["MONTMUL"] == 8_223
     assert jobs["rsa2048-soft"]["pka_operations"] == {} and jobs["rsa4096-soft"]["pka_busy_cycles"] == 0
+
+
+def test_fixed_window_rows_meet_the_issue_targets(bench_json):
+    """RSA-2048 at least the vendor's 37 ops/s, RSA-4096 at least twice xRSA's 2.2."""
+    data, _ = bench_json
+    jobs = {j["job"]: j for j in data["configs"][0]["jobs"]}
+    assert jobs["rsa2048-win"]["pka_operations"]["MONTMUL"] == 2_601
+    assert jobs["rsa4096-win"]["pka_operations"]["MONTMUL"] == 5_497
+    assert jobs["rsa2048-win"]["ops_per_second"] >= 37
+    assert jobs["rsa4096-win"]["ops_per_second"] >= 4.4
+    assert data["configs"][0]["ratios"]["rsa4096_xrsa_vs_win"] > 2
 
 
 def test_ratios_are_reported(bench_json):
