@@ -70,3 +70,27 @@ def test_gcc_built_rsa_images_sign_the_demo_message(gcc_build, make_machine, ima
     r = m.run(max_cycles=10**11)
     assert r.reason == StopReason.EXIT and r.exit_code == 0
     assert output in m.stdout.getvalue()
+
+
+def test_gcc_built_fixed_window_image_is_right_and_constant_time(gcc_build, make_machine):
+    """xrsa_win.elf and xrsa_win_sram.elf from gcc: RSA-2048 with two keys, the right
+    result in the same cycles for both (gcc keeps the masks masks too)."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from xrsa_model import Key
+
+    runs = {}
+    for image in ("xrsa_win", "xrsa_win_sram"):
+        for seed in (1, 2):
+            k = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_numbers()
+            key = Key(2048, k.public_numbers.e, k.p, k.q, k.dmp1, k.dmq1, k.iqmp)
+            msg = key.n - seed
+            m = make_machine()
+            m.load(gcc_build / f"{image}.elf")
+            m.write_symbol("rsa_input_key", key.pack())
+            m.write_symbol("rsa_input_msg", msg.to_bytes(256, "big"))
+            m.write_symbol("rsa_check", bytes(4))
+            r = m.run(max_cycles=10**9)
+            assert r.reason == StopReason.EXIT and r.exit_code == 0
+            assert int.from_bytes(m.read_symbol("rsa_output")[:256], "big") == pow(msg, key.d, key.n)
+            runs.setdefault(image, set()).add((r.cycles, r.instructions))
+    assert all(len(v) == 1 for v in runs.values()), runs
