@@ -165,6 +165,8 @@ class PkaState(ctypes.Structure):
         ("log_cap", ctypes.c_uint32),
         ("log_truncated", ctypes.c_uint32),
         ("pad2", ctypes.c_uint32),
+        ("strict", ctypes.c_uint32),  # strict_operands: the fast path leaves A or B >= N to _start
+        ("pad3", ctypes.c_uint32),
     ]
 
 
@@ -293,6 +295,7 @@ class Pka(Peripheral):
         self.state.base = base
         self.state.ram_size = ram_size
         self.state.max_words = max_words
+        self.state.strict = int(strict_operands)
         self._ram_buf = (ctypes.c_uint8 * ram_size)()
         self.state.ram = ctypes.addressof(self._ram_buf)
         self.ram = memoryview(self._ram_buf).cast("B")

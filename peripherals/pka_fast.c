@@ -69,6 +69,7 @@ typedef struct {
     uint64_t by_len[MAX_WORDS + 1];
     pk_pka_op *log;
     uint32_t log_n, log_cap, log_truncated, pad2;
+    uint32_t strict, pad3;  /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
 } pk_pka;
 
 /* ------------------------------------------------------------------ maths */
@@ -263,6 +264,7 @@ static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     int big = n[0] > 1;
     for (uint32_t i = 1; i < words && !big; i++) big = n[i] != 0;
     if (!big) return -1;        /* N <= 1: OPERRF */
+    if (p->strict && (geq(a, 0, n, words) || geq(b, 0, n, words))) return -1; /* OPERRF */
     if (pk_montmul(p->result, a, b, n, words) != 0) return -1;
     p->p_words = words;
     p->p_rptr = p->regs[RPTR];

@@ -695,6 +695,28 @@ def test_firmware_runs_a_montmul_and_sleeps_until_the_irq(make_machine, elf):
     assert op.start_cycle < slept_from < op.start_cycle + 40
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "python"])
+def test_strict_chip_refuses_a_montmul_operand_above_n_in_a_machine(make_machine, elf, repo, fast):
+    """The same program on the strict chip with A > N: refused (OPERRF) whether the
+    native fast path or the Python model serves the START; the core, waiting for a
+    PROCENDF that never comes, sleeps with nothing left to wake it."""
+    m = make_machine(load_config(repo / "configs" / "ciu98320b-strict.yaml"))
+    m.load(elf("bench"))
+    m.fast_paths = fast
+    pka = m.peripherals["pka"]
+    n = (1 << 2048) - 159
+    pka.poke(A_PTR, n + 7, 64)
+    pka.poke(B_PTR, 5, 64)
+    pka.poke(N_PTR, n, 64)
+    m.nvic.enabled |= 1 << 5
+    m.write_memory(SRAM_CODE, bytes.fromhex(PROGRAM))
+    m.set_reg("pc", SRAM_CODE)
+    r = m.run(max_cycles=10**5)
+    assert r.reason == StopReason.SLEEP_FOREVER
+    assert pka.stats()["errors"]["OPERRF"] == 1 and not pka.stats()["operations"]
+    assert pka.peek(R_PTR, 64) == 0
+
+
 def test_bad_parameter_in_a_chip_file_names_its_file_and_line(tmp_path, make_machine):
     from emulator.config import DEFAULT_CONFIG, load_config
 

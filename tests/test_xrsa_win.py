@@ -358,3 +358,22 @@ def test_sram_table_variant_is_right_and_constant_time(fw, nbits):
         assert run.stats["operations"]["MONTMUL"] == SRAM_MONTMULS[nbits]
         runs.append(run)
     assert len({(r.cycles, r.instructions) for r in runs}) == 1
+
+
+@pytest.mark.parametrize("image", ["xrsa_win", "xrsa_opt"])
+def test_strict_chip_runs_identically_with_and_without_fast_paths(strict, elf, image):
+    """The native PKA path leaves the strict rule to pka.py: the same run either way
+    (cycles, instructions, the PKA's counters with its one refusal for xrsa_opt)."""
+    key = keys(2048)[0]
+    outcomes = []
+    for fast in (True, False):
+        m = Machine(strict, stdout=io.BytesIO(), stderr=io.BytesIO())
+        m.load(elf(image))
+        m.fast_paths = fast
+        m.write_symbol("rsa_input_key", key.pack())
+        m.write_symbol("rsa_input_msg", (key.n - 2).to_bytes(256, "big"))
+        r = m.run(max_cycles=MAX_CYCLES)
+        outcomes.append((r.exit_code, r.cycles, r.instructions, m.peripherals["pka"].stats(),
+                         m.read_symbol("rsa_output")[:256]))
+    assert outcomes[0] == outcomes[1]
+    assert int.from_bytes(outcomes[0][4], "big") == pow(key.n - 2, key.d, key.n)
