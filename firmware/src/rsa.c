@@ -87,10 +87,14 @@ static inline int modadd(uint32_t L, uint32_t a, uint32_t b, uint32_t r)
 }
 
 #if RSA_STRICT
-/* Region a if borrow = 1, b if borrow = 0: arithmetic, no branch. */
+/* Region a if borrow = 1, b if borrow = 0: arithmetic, no branch. The mask goes
+ * through an empty asm: otherwise clang sees a 0-or-1 borrow and branches on it. */
 static inline uint32_t pick(uint32_t borrow, uint32_t a, uint32_t b)
 {
-    return b ^ ((a ^ b) & (0u - borrow));
+    uint32_t mask = 0u - borrow;
+
+    __asm__ volatile("" : "+r"(mask));
+    return b ^ ((a ^ b) & mask);
 }
 
 /* x mod p for x < 2p at region x: x itself or x - p (into RED), by the borrow of x - p. */
