@@ -47,6 +47,8 @@ JOBS: tuple[Job, ...] = (
     Job("rsa4096-xrsa-opt", "RSA-4096, xRSA (optimized)", "xrsa_opt.elf", 4096, "pka"),
     Job("rsa2048-win", "RSA-2048, PKA fixed window (CRT)", "xrsa_win.elf", 2048, "pka"),
     Job("rsa4096-win", "RSA-4096, xRSA fixed window", "xrsa_win.elf", 4096, "pka"),
+    Job("rsa2048-win-sram", "RSA-2048, fixed window, SRAM table", "xrsa_win_sram.elf", 2048, "pka"),
+    Job("rsa4096-win-sram", "RSA-4096, fixed window, SRAM table", "xrsa_win_sram.elf", 4096, "pka"),
     Job("rsa2048-soft", "RSA-2048, software bignum", "rsa_soft.elf", 2048, "software"),
     Job("rsa4096-soft", "RSA-4096, software bignum", "rsa_soft.elf", 4096, "software"),
 )
@@ -171,6 +173,7 @@ def ratios(jobs: list[JobResult]) -> dict[str, float]:
     ratio("rsa4096_xrsa_vs_win", "rsa4096-xrsa", "rsa4096-win")
     ratio("rsa4096_xrsa_opt_vs_win", "rsa4096-xrsa-opt", "rsa4096-win")
     ratio("rsa4096_win_vs_rsa2048_win", "rsa4096-win", "rsa2048-win")
+    ratio("rsa4096_win_sram_vs_win", "rsa4096-win-sram", "rsa4096-win")
     return out
 
 

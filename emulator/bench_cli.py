@@ -26,6 +26,7 @@ RATIO_TEXT = {
     "rsa4096_xrsa_vs_win": "RSA-4096: xRSA paper variant vs fixed window",
     "rsa4096_xrsa_opt_vs_win": "RSA-4096: xRSA optimized vs fixed window",
     "rsa4096_win_vs_rsa2048_win": "fixed window: RSA-4096 vs RSA-2048",
+    "rsa4096_win_sram_vs_win": "RSA-4096 fixed window: table in SRAM vs in PKA RAM",
 }
 
 
