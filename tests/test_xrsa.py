@@ -229,12 +229,14 @@ def test_unsupported_size_is_refused(fw):
 
 
 def test_pka_error_is_reported(fw):
-    """An even 'prime' breaks MONTMUL's rule: the PKA raises OPERRF, rsa_private stops."""
+    """An even 'prime' breaks MONTMUL's rule: the PKA raises OPERRF, rsa_private stops.
+    (A refusal in the first exponentiation sends rsa_private to its build for a strict
+    PKA, docs/xrsa.md "A strict PKA", which the PKA refuses again: two OPERRFs.)"""
     key = keys(2048)[0]
     bad = Key(2048, key.e, key.p, key.q + 1, key.dp, key.dq, key.qinv)
     run = fw("xrsa_opt", key=bad, msg=5)
     assert run.status == PKA_ERR_OP and run.exit_code == 2
-    assert run.stats["errors"]["OPERRF"] == 1
+    assert run.stats["errors"]["OPERRF"] == 2
     assert "MONTMUL" not in run.stats["operations"]
 
 

@@ -18,9 +18,12 @@
  * PKA with strict_operands (docs/pka.md: every operand of a modular operation below
  * its modulus): R mod p = 0 - p by SUB instead of (R - 1) (+) 1, and m2 and S_q, which
  * may exceed p, reduced by one subtraction of p chosen by the borrow. That build
- * defines rsa_private_strict only. The lenient build's code is unchanged (so are its
- * cycle counts): on a strict PKA its first MODADD, (R - 1) (+) 1, is refused (OPERRF),
- * and rsa_private starts over in rsa_private_strict (docs/xrsa.md, "A strict PKA").
+ * defines rsa_private_strict only. The lenient build changes on its error path alone:
+ * when the PKA refuses an operation of the first exponentiation (OPERRF), rsa_private
+ * starts over in rsa_private_strict. On a strict PKA that is always the first MODADD,
+ * (R - 1) (+) 1, at the same point for every key; any other refusal there (an even or
+ * zero q) is a bad key, which the strict build refuses again (docs/xrsa.md, "A strict
+ * PKA").
  *
  * On a PKA whose multiplier takes 4096-bit operands (MAXLEN >= 128, e.g.
  * configs/native4096.yaml) RSA-4096's step 4 and equation 3 use it natively: h*q and
@@ -44,6 +47,24 @@
 #endif
 
 #if RSA_STRICT
+/* The strict build's static functions under their own names: an image links both
+ * builds, and profiles and the regress baselines name functions by symbol. */
+#define add_low strict_add_low
+#define crt_exp strict_crt_exp
+#define fetch_select strict_fetch_select
+#define modadd strict_modadd
+#define mont strict_mont
+#define mont_r2 strict_mont_r2
+#define native4096 strict_native4096
+#define native_load strict_native_load
+#define native_mul strict_native_mul
+#define native_recombine strict_native_recombine
+#define native_setup strict_native_setup
+#define prime_words strict_prime_words
+#define split_copy strict_split_copy
+#define split_load strict_split_load
+#define wide_mul strict_wide_mul
+#define wide_setup strict_wide_setup
 /* The strict build's entry point (the lenient build's rsa_private calls it). */
 int rsa_private_strict(const rsa_key_t *key, const uint8_t *in, uint8_t *out);
 #elif RSA_OPTIMIZED
@@ -53,8 +74,6 @@ const char rsa_variant[] = "paper";
 #endif
 #if !RSA_STRICT
 int rsa_private_strict(const rsa_key_t *key, const uint8_t *in, uint8_t *out);
-/* Set when mont_r2's first MODADD is refused: the PKA is strict (or the prime is 0). */
-static uint8_t r2_refused;
 #endif
 
 /* The layout fits in PKA RAM and regions live together do not overlap. */
@@ -134,14 +153,7 @@ static uint32_t prime_words(uint16_t nbits)
 #if RSA_STRICT
 #define R_MOD_P(dst) TRY(pka_exec(PKA_SUB, L, LAY_T, LAY_P, 0, (dst)))
 #else
-#define R_MOD_P(dst)                                                            \
-    do {                                                                        \
-        int rc_ = modadd(L, LAY_T, LAY_ONE, (dst));                             \
-        if (rc_ < 0) {                                                          \
-            r2_refused = rc_ == PKA_ERR_OP;                                     \
-            return rc_;                                                         \
-        }                                                                       \
-    } while (0)
+#define R_MOD_P(dst) TRY(modadd(L, LAY_T, LAY_ONE, (dst)))
 #endif
 
 static int mont_r2(uint32_t L)
@@ -409,10 +421,8 @@ int rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
 #else
     int rc = crt_exp(L, key->q, key->dq, in, LAY_SQ);          /* S_q, integer, in SQ */
     if (rc < 0) {
-        if (r2_refused) {                                      /* a strict PKA: start over */
-            r2_refused = 0;
+        if (rc == PKA_ERR_OP)                                  /* a strict PKA? start over */
             return rsa_private_strict(key, in, out);
-        }
         return rc;
     }
 #endif
