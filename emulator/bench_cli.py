@@ -32,7 +32,7 @@ RATIO_TEXT = {
 
 def run_bench(args: argparse.Namespace, console: Console) -> int:
     if not console.is_terminal:
-        console = Console(stderr=True, highlight=False, width=150)  # tables are read in logs too
+        console = Console(file=console.file, highlight=False, width=150)  # tables are read in logs too
     configs = args.config or [str(DEFAULT_CONFIG)]
     chips = [(path, load_config(path)) for path in configs]
     jobs = [j for j in JOBS if not args.only or j.key in args.only]

@@ -16,16 +16,19 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from .commands import COMMANDS
-from .commands.common import add_run_options, run_firmware, write_text
+from .commands.common import Guarded, add_run_options, run_firmware, write_text
 from .commands.traces import Traces, add_trace_options
-from .errors import EXIT_INTERNAL, EXIT_USAGE, PkasimError, UsageError
+from .errors import EXIT_INTERNAL, EXIT_IO, EXIT_USAGE, OutputError, PkasimError, UsageError
 from .report import abnormal_exit, exit_code_for, print_summary, to_json
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse exits 2; we document 64
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"pkasim: error: {message}\n")
+        try:
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"pkasim: error: {message}\n")
+        except OSError:
+            pass  # stderr itself is closed or full: the exit code still says it
         sys.exit(EXIT_USAGE)
 
 
@@ -78,6 +81,24 @@ def bench_jobs():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit as exc:  # argparse ends --help (0) and usage errors (64) this way
+            code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        Guarded(sys.stdout, "stdout").flush()  # a closed pipe is reported here, not at interpreter exit
+        return code
+    except OutputError as exc:
+        _quiet_broken_streams()
+        _line(f"pkasim: error: {exc}")
+        return exc.exit_code
+    except OSError:
+        # argparse's own --help or usage text could not be written: nothing to say it with.
+        _quiet_broken_streams()
+        return EXIT_IO
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     guest_args: list[str] | None = None
     if "--" in argv:  # everything after the first -- is the firmware's, untouched by argparse
@@ -85,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, guest_args = argv[:at], argv[at + 1:]
     args = build_parser().parse_args(argv)
     args.guest_args = guest_args or []
-    console = Console(stderr=True, highlight=False)
+    console = Console(file=Guarded(sys.stderr, "stderr"), stderr=True, highlight=False)
     _setup_logging(args.verbose)
     if guest_args is not None and args.command not in ("run", "profile"):
         _line(f"pkasim: error: arguments after -- are the firmware's command line; '{args.command}' takes none")
@@ -100,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in COMMANDS:
             return COMMANDS[args.command].main(args, console)
         raise UsageError(f"unknown command {args.command}")
+    except OutputError:
+        raise
     except PkasimError as exc:
         _line(f"pkasim: error: {exc}")
         return exc.exit_code
@@ -115,9 +138,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _line(text: str) -> None:
-    """One unwrapped line on stderr: error lines are for scripts as much as people."""
-    sys.stderr.write(" ".join(text.split("\n")) + "\n")
-    sys.stderr.flush()
+    """One unwrapped line on stderr: error lines are for scripts as much as people.
+    If stderr itself cannot be written, the exit code is all that is left to say it."""
+    try:
+        sys.stderr.write(" ".join(text.split("\n")) + "\n")
+        sys.stderr.flush()
+    except OSError:
+        _quiet_broken_streams()
+
+
+def _quiet_broken_streams() -> None:
+    """Point stdout and stderr at /dev/null where writing them fails, so the interpreter's
+    final flush does not print a traceback about a pipe that is already gone."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass
 
 
 def _setup_logging(verbose: int) -> None:

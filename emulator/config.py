@@ -8,19 +8,27 @@ documented default.
 
 Sizes accept integers or strings with a unit (``16 KiB``, ``320K``, ``3 KiB``);
 frequencies accept integers (Hz) or ``48 MHz``.
+
+A chip file is input like any other: every value is checked against the range the
+model can represent (emulator/limits.py), and the YAML itself is bounded in size,
+depth, alias expansion and tags before it is composed, so no file can hang, crash or
+silently wrap a value.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from . import limits
+from .errors import ConfigError, InputMissingError
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "ciu98320b.yaml"
 
@@ -125,32 +133,102 @@ class _Node:
         self.source = source
 
 
+def _yaml_error(exc: yaml.YAMLError, text: str, source: str) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None)
+    position = getattr(exc, "position", None)  # ReaderError: a character YAML forbids
+    if mark:
+        where = f"{source}:{mark.line + 1}"
+    elif position is not None:
+        where = f"{source}:{text[:position].count(chr(10)) + 1}"
+    else:
+        where = source
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return ConfigError(f"{where}: not valid YAML: {problem}")
+
+
+def _check_shape(text: str, source: str) -> None:
+    """Bound the YAML before it is composed: nesting depth, nodes after alias expansion,
+    value length, and aliases that point into their own anchor.
+
+    PyYAML's composer recurses once per level and its aliases share nodes, so a deep
+    file overflows the stack and a "billion laughs" file (aliases of aliases) expands
+    exponentially when the schema walks it. Counting on the event stream costs time
+    proportional to the file, whatever its aliases would expand to.
+    """
+    stack: list[list] = []  # open collections: [anchor, expanded nodes so far, deepest level below]
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (expanded nodes, levels)
+    total = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = event.start_mark.line + 1
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            anchor, count, below = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = (count, below + 1)
+            if stack:
+                stack[-1][1] += count
+                stack[-1][2] = max(stack[-1][2], below + 1)
+            continue
+        if isinstance(event, yaml.AliasEvent):
+            if any(entry[0] == event.anchor for entry in stack):
+                raise ConfigError(f"{source}:{line}: alias *{event.anchor} refers to a node that contains it")
+            count, levels = sizes.get(event.anchor, (1, 0))  # an undefined alias: the composer names it
+        elif isinstance(event, yaml.ScalarEvent):
+            if len(event.value) > limits.CONFIG_MAX_SCALAR_CHARS:
+                raise ConfigError(f"{source}:{line}: a value of {len(event.value)} characters "
+                                  f"(at most {limits.CONFIG_MAX_SCALAR_CHARS})")
+            count, levels = 1, 0
+            if event.anchor is not None:
+                sizes[event.anchor] = (1, 0)
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if len(stack) >= limits.CONFIG_MAX_DEPTH:
+                raise ConfigError(f"{source}:{line}: nested deeper than {limits.CONFIG_MAX_DEPTH} levels")
+            stack.append([event.anchor, 1, 0])
+            total += 1
+            continue
+        else:
+            continue
+        if len(stack) + levels > limits.CONFIG_MAX_DEPTH:
+            raise ConfigError(f"{source}:{line}: alias *{event.anchor} nests deeper than "
+                              f"{limits.CONFIG_MAX_DEPTH} levels")
+        total += count
+        if total > limits.CONFIG_MAX_NODES:
+            raise ConfigError(f"{source}:{line}: more than {limits.CONFIG_MAX_NODES} values once aliases "
+                              "are expanded (a chip file needs a few hundred)")
+        if stack:
+            stack[-1][1] += count
+            stack[-1][2] = max(stack[-1][2], levels)
+
+
 def _compose(text: str, source: str) -> _Node:
     try:
+        _check_shape(text, source)
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        position = getattr(exc, "position", None)  # ReaderError: a character YAML forbids
-        if mark:
-            where = f"{source}:{mark.line + 1}"
-        elif position is not None:
-            where = f"{source}:{text[:position].count(chr(10)) + 1}"
-        else:
-            where = source
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}: not valid YAML: {problem}") from None
+        raise _yaml_error(exc, text, source) from None
     if root is None:
         raise ConfigError(f"{source}:1: the file is empty")
     return _wrap(root, source, "")
 
 
+# The YAML tags a chip file may carry: the core schema's. Anything else (``!!python/...``,
+# application tags) is refused by name rather than constructed or ignored.
+_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")}
+
+
+def _tag_name(tag: str) -> str:
+    return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
 def _wrap(node: yaml.Node, source: str, path: str) -> _Node:
     line = node.start_mark.line + 1
+    if node.tag not in _TAGS:
+        raise ConfigError(f"{source}:{line}: {path or 'top level'}: YAML tag {_tag_name(node.tag)} is not "
+                          "allowed (a chip file holds plain values)")
     if isinstance(node, yaml.MappingNode):
         out: dict[str, _Node] = {}
         for key_node, value_node in node.value:
             key_line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _TAGS:
                 raise ConfigError(f"{source}:{key_line}: {path or 'top level'}: keys must be plain names")
             key = str(key_node.value)
             full = f"{path}.{key}" if path else key
@@ -170,6 +248,9 @@ def _scalar(node: yaml.ScalarNode, source: str, path: str) -> Any:
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{source}:{node.start_mark.line + 1}: {path or 'value'}: {problem}") from None
+    except (ValueError, OverflowError) as exc:  # a number Python will not convert
+        raise ConfigError(f"{source}:{node.start_mark.line + 1}: {path or 'value'}: "
+                          f"cannot read {node.value[:40]!r}: {exc}") from None
     finally:
         loader.dispose()
 
@@ -210,7 +291,7 @@ class _Reader:
         raw = self.node.value[key].value
         try:
             return conv(raw)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise self.fail(key, str(exc)) from None
 
     def child(self, key: str) -> _Reader:
@@ -228,42 +309,55 @@ class _Reader:
                 raise self.fail(key, "unknown key")
 
 
+def _shown(raw: Any) -> str:
+    """A value as errors quote it: its repr, cut short when it is long."""
+    text = repr(raw)
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
+
+
 def _int(raw: Any) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int):
-        raise ValueError(f"expected an integer, got {raw!r}")
+        raise ValueError(f"expected an integer, got {_shown(raw)}")
     return raw
 
 
-def _nonneg(raw: Any) -> int:
-    value = _int(raw)
-    if value < 0:
-        raise ValueError(f"must not be negative, got {value}")
-    return value
+def _ranged(low: int, high: int, why: str = "") -> Callable[[Any], int]:
+    """An integer in [low, high]; ``why`` says where the bound comes from."""
+
+    def conv(raw: Any) -> int:
+        value = _int(raw)
+        if value < 0 <= low:
+            raise ValueError(f"must not be negative, got {_shown(value)}")
+        if not low <= value <= high:
+            raise ValueError(f"expected {low}..{high}{f' ({why})' if why else ''}, got {_shown(value)}")
+        return value
+
+    return conv
 
 
 def _bool(raw: Any) -> bool:
     if not isinstance(raw, bool):
-        raise ValueError(f"expected true or false, got {raw!r}")
+        raise ValueError(f"expected true or false, got {_shown(raw)}")
     return raw
 
 
 def _str(raw: Any) -> str:
     if not isinstance(raw, str) or not raw:
-        raise ValueError(f"expected a non-empty string, got {raw!r}")
+        raise ValueError(f"expected a non-empty string, got {_shown(raw)}")
     return raw
 
 
 def _u32(raw: Any) -> int:
     value = _int(raw)
     if not 0 <= value <= 0xFFFFFFFF:
-        raise ValueError(f"expected a 32-bit value, got {raw!r}")
+        raise ValueError(f"expected a 32-bit value, got {_shown(raw)}")
     return value
 
 
 def _address(raw: Any) -> int:
     value = _int(raw)
     if not 0 <= value <= 0xFFFFFFFF:
-        raise ValueError(f"address 0x{value:x} is outside the 32-bit address space")
+        raise ValueError(f"address {_shown(value)} is outside the 32-bit address space")
     return value
 
 
@@ -274,75 +368,125 @@ def parse_size(raw: Any) -> int:
     elif isinstance(raw, str) and (m := _SIZE_RE.match(raw)):
         value = int(m.group(1)) * _SIZE_UNITS[m.group(2).lower() if m.group(2) else None]
     else:
-        raise ValueError(f"expected a size such as 16384 or '16 KiB', got {raw!r}")
+        raise ValueError(f"expected a size such as 16384 or '16 KiB', got {_shown(raw)}")
     if value <= 0:
-        raise ValueError(f"size must be positive, got {raw!r}")
+        raise ValueError(f"size must be positive, got {_shown(raw)}")
     return value
 
 
 def parse_frequency(raw: Any) -> int:
-    """A frequency in Hz: an integer, or a string such as ``48 MHz``."""
+    """A frequency in Hz: an integer, or a string such as ``48 MHz`` or ``1.5 kHz``.
+
+    Decimals are read exactly (no float to overflow or round twice) and the result is
+    rounded to whole Hz; it must lie in 1..limits.CLOCK_HZ_MAX.
+    """
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
     elif isinstance(raw, str) and (m := _FREQ_RE.match(raw)):
-        value = round(float(m.group(1)) * _FREQ_UNITS[m.group(2).lower() if m.group(2) else None])
+        value = round(Fraction(m.group(1)) * _FREQ_UNITS[m.group(2).lower() if m.group(2) else None])
     else:
-        raise ValueError(f"expected a frequency such as 48000000 or '48 MHz', got {raw!r}")
+        raise ValueError(f"expected a frequency such as 48000000 or '48 MHz', got {_shown(raw)}")
     if value <= 0:
-        raise ValueError(f"frequency must be positive, got {raw!r}")
+        raise ValueError(f"frequency must be positive, got {_shown(raw)}")
+    if value > limits.CLOCK_HZ_MAX:
+        raise ValueError(f"at most {limits.CLOCK_HZ_MAX:,} Hz (the firmware reads the clock as a 32-bit "
+                         f"value), got {_shown(raw)}")
     return value
 
 
 def _choice(*allowed: Any) -> Callable[[Any], Any]:
+    """One of ``allowed``, of the same type too: 32.0 and true are not 32 and 1."""
+
     def conv(raw: Any) -> Any:
-        if raw not in allowed:
-            raise ValueError(f"must be one of {', '.join(map(str, allowed))}, got {raw!r}")
+        if not any(type(raw) is type(a) and raw == a for a in allowed):
+            raise ValueError(f"must be one of {', '.join(map(str, allowed))}, got {_shown(raw)}")
         return raw
 
     return conv
 
 
+def _name(kind: str, name: str, where: str) -> str:
+    """Region and peripheral names are identifiers, so key paths in errors stay unambiguous."""
+    if not re.fullmatch(limits.NAME_PATTERN, name):
+        raise ConfigError(f"{where}: {kind} name {_shown(name)} is not a plain identifier "
+                          "(letters, digits and _, not starting with a digit, at most 64)")
+    return name
+
+
 # --------------------------------------------------------------------------- schema
 
 def _read_core(r: _Reader) -> CoreConfig:
+    cycles = _ranged(0, limits.EXCEPTION_CYCLES_MAX)
     core = CoreConfig(
         type=r.get("type", _choice(*CORE_TYPES)),
         clock_hz=r.get("clock_hz", parse_frequency),
-        muls_cycles=r.get("muls_cycles", _choice(1, 32), 1),
+        muls_cycles=r.get("muls_cycles", _choice(*limits.MULS_CYCLES), 1),
         vtor=r.get("vtor", _bool, False),
-        irqs=r.get("irqs", _int, 32),
-        exception_entry_cycles=r.get("exception_entry_cycles", _nonneg, 16),
-        exception_return_cycles=r.get("exception_return_cycles", _nonneg, 0),
+        irqs=r.get("irqs", _ranged(limits.IRQS_MIN, limits.IRQS_MAX,
+                                   "ARMv6-M supports 1 to 32 external interrupts"), 32),
+        exception_entry_cycles=r.get("exception_entry_cycles", cycles, 16),
+        exception_return_cycles=r.get("exception_return_cycles", cycles, 0),
     )
-    if not 1 <= core.irqs <= 32:
-        raise r.fail("irqs", f"ARMv6-M supports 1 to 32 external interrupts, got {core.irqs}")
     r.finish()
     return core
 
 
 def _read_region(name: str, r: _Reader) -> Region:
+    _name("region", name, f"{r.source}:{r.node.line}: {r.path}")
+    flash = name == "flash"
     region = Region(
         name=name,
         base=r.get("base", _address),
         size=r.get("size", parse_size),
-        wait_states=r.get("wait_states", _nonneg, 0),
+        wait_states=r.get("wait_states", _ranged(0, limits.WAIT_STATES_MAX if flash else 0,
+                                                 "the 8-bit cost of the dearest instruction, MULS at 32 "
+                                                 "cycles, plus one wait-state fetch" if flash else
+                                                 "only flash wait states are modeled; other memory is "
+                                                 "zero-wait (docs/cycle-model.md)"), 0),
         writable=r.get("writable", _bool, True),
     )
-    if region.base % 1024 or region.size % 1024:
-        raise r.fail("base" if region.base % 1024 else "size",
+    align = limits.REGION_ALIGN
+    if region.base % align or region.size % align:
+        raise r.fail("base" if region.base % align else "size",
                      "regions must be 1 KiB aligned in base and size (the emulator maps memory in 1 KiB pages)")
     if region.end > 1 << 32:
         raise r.fail("size", "region runs past the end of the 32-bit address space")
+    if flash and region.size > limits.FLASH_MAX_BYTES:
+        raise r.fail("size", f"flash of at most {limits.FLASH_MAX_BYTES >> 20} MiB (its cycle tables take host "
+                             f"memory per byte; docs/robustness.md), got {region.size:,} bytes")
     r.finish()
     return region
 
 
+# The model class of each peripheral type. A chip file is checked against the windows
+# the models occupy; the classes are imported when needed (they import this module).
+_MODELS = {
+    "systick": ("peripherals.systick", "SysTick"),
+    "nvic": ("peripherals.nvic", "Nvic"),
+    "scb": ("peripherals.scb", "Scb"),
+    "pka": ("peripherals.pka", "Pka"),
+}
+# Every ARMv6-M core has an NVIC and an SCB at these addresses (ARMv6-M ARM B3.4,
+# B3.2); a chip file that does not list them still gets them, under these names.
+ARCHITECTURAL = {"nvic": 0xE000E100, "scb": 0xE000ED00}
+# The devices of the core itself: one of each at most (SysTick is optional on ARMv6-M).
+CORE_DEVICES = ("systick", "nvic", "scb")
+
+
+def _model(ptype: str) -> type:
+    module, cls = _MODELS[ptype]
+    return getattr(importlib.import_module(module), cls)
+
+
 def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
+    _name("peripheral", name, f"{r.source}:{r.node.line}: {r.path}")
     ptype = r.get("type", _choice(*PERIPHERAL_TYPES))
     base = r.get("base", _address)
+    if base % limits.PERIPHERAL_ALIGN:
+        raise r.fail("base", f"a peripheral's registers are words: its base must be word aligned, got 0x{base:x}")
     irq = r.get("irq", lambda v: v, None)
     if irq is not None and not (irq == "systick" or (isinstance(irq, int) and not isinstance(irq, bool) and 0 <= irq < irqs)):
-        raise r.fail("irq", f"expected 'systick' or an IRQ number 0..{irqs - 1}, got {irq!r}")
+        raise r.fail("irq", f"expected 'systick' or an IRQ number 0..{irqs - 1}, got {_shown(irq)}")
     params = {}
     allowed = PERIPHERAL_PARAMS[ptype]
     for key in r.keys():
@@ -370,43 +514,65 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
                             source=r.node.source, lines=lines)
 
 
+def _read_bounded(path: Path) -> bytes:
+    """At most limits.CONFIG_MAX_BYTES + 1 bytes: /dev/zero or a huge file is refused,
+    not read into memory."""
+    with path.open("rb") as fh:
+        return fh.read(limits.CONFIG_MAX_BYTES + 1)
+
+
+def _decode(data: bytes, source: str) -> str:
+    if len(data) > limits.CONFIG_MAX_BYTES:
+        raise ConfigError(f"{source}: larger than {limits.CONFIG_MAX_BYTES >> 20} MiB; a chip file is a few KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"{source}:{line}: not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column}") from None
+
+
 def load_config(path: str | Path | None = None) -> ChipConfig:
-    """Read and check a chip description; raises ConfigError with file, key and line."""
+    """Read and check a chip description; raises ConfigError with file, key and line,
+    or InputMissingError when the file cannot be read at all."""
     path = Path(path) if path is not None else DEFAULT_CONFIG
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = _read_bounded(path)
     except FileNotFoundError:
-        raise ConfigError(f"{source}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{source}: cannot read config: {exc}") from None
-    return parse_config(text, source)
+        raise InputMissingError(f"{source}: no such config file") from None
+    except OSError as exc:
+        raise InputMissingError(f"{source}: cannot read config: {exc.strerror or exc}") from None
+    return parse_config(_decode(data, source), source)
 
 
-MAX_EXTENDS = 8
-
-
-def _resolve(text: str, source: str, seen: tuple[str, ...] = ()) -> _Node:
+def _resolve(text: str, source: str, chain: tuple[str, ...] = ()) -> _Node:
     """Compose a file and, when it says ``extends: BASE.yaml``, lay it over its base.
 
     A what-if chip then states only what differs. In the overlay a mapping merges key
     by key into the base's, any other value replaces the base's, and ``null`` removes
-    the key. Errors still name the file and line each value came from.
+    the key. Errors still name the file and line each value came from. ``chain`` holds
+    the files already on the way here (resolved), to tell a cycle from a long chain.
     """
     root = _compose(text, source)
     if not isinstance(root.value, dict) or "extends" not in root.value:
         return root
+    chain = chain + (str(Path(source).resolve()),)
     ext = root.value.pop("extends")
     if not isinstance(ext.value, str) or not ext.value:
         raise ConfigError(f"{source}:{ext.line}: extends: expected the path of a base config")
     base_path = (Path(source).parent / ext.value) if not Path(ext.value).is_absolute() else Path(ext.value)
-    if str(base_path.resolve()) in seen or len(seen) >= MAX_EXTENDS:
+    if str(base_path.resolve()) in chain:
         raise ConfigError(f"{source}:{ext.line}: extends: {ext.value} makes a cycle of base configs")
+    if len(chain) >= limits.CONFIG_MAX_EXTENDS:
+        raise ConfigError(f"{source}:{ext.line}: extends: a chain of more than {limits.CONFIG_MAX_EXTENDS} "
+                          "config files")
     try:
-        base_text = base_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        raise ConfigError(f"{source}:{ext.line}: extends: cannot read base config {base_path}") from None
-    base = _resolve(base_text, str(base_path), seen + (str(Path(source).resolve()),))
+        data = _read_bounded(base_path)
+    except OSError as exc:
+        raise ConfigError(f"{source}:{ext.line}: extends: cannot read base config {base_path}"
+                          f" ({exc.strerror or exc})") from None
+    base = _resolve(_decode(data, str(base_path)), str(base_path), chain)
     return _merge(base, root)
 
 
@@ -432,8 +598,14 @@ def parse_config(text: str, source: str = "<config>") -> ChipConfig:
 
     mem_reader = top.child("memory")
     memory: dict[str, Region] = {}
+    total = 0
     for name in mem_reader.keys():
-        memory[name] = _read_region(name, mem_reader.child(name))
+        reader = mem_reader.child(name)
+        memory[name] = _read_region(name, reader)
+        total += memory[name].size
+        if total > limits.MEMORY_MAX_BYTES:
+            raise reader.fail("size", f"brings the memory regions to {total:,} bytes; at most "
+                                      f"{limits.MEMORY_MAX_BYTES >> 20} MiB in all (the host holds a copy of each)")
     for required in ("flash", "sram"):
         if required not in memory:
             raise ConfigError(f"{mem_reader.source}:{mem_reader.node.line}: memory.{required}: required region is missing")
@@ -446,6 +618,7 @@ def parse_config(text: str, source: str = "<config>") -> ChipConfig:
     top.finish()
 
     _check_overlaps(memory, mem_reader, source)
+    _check_windows(memory, mem_reader, peripherals, source)
     return ChipConfig(chip=chip, core=core, memory=memory, peripherals=peripherals, source=source)
 
 
@@ -457,4 +630,58 @@ def _check_overlaps(memory: dict[str, Region], reader: _Reader, source: str) -> 
             raise ConfigError(
                 f"{node.source}:{node.line}: memory.{b.name}: overlaps memory.{a.name} "
                 f"(0x{b.base:08x} < 0x{a.end:08x})"
+            )
+
+
+@dataclass(frozen=True)
+class _Window:
+    label: str  # memory.NAME or peripherals.NAME
+    start: int
+    end: int
+    source: str
+    line: int
+
+
+def _check_windows(memory: dict[str, Region], mem_reader: _Reader, peripherals: dict[str, PeripheralConfig],
+                   source: str) -> None:
+    """No two address windows may share a byte: memory regions, peripheral register
+    windows (their size comes from the model), and the NVIC and SCB every core has.
+
+    Two devices in one window would answer the same address (the first one listed
+    would win silently); a region under a device would never be reached.
+    """
+    windows: list[_Window] = []
+    for region in memory.values():
+        node = mem_reader.node.value[region.name]
+        windows.append(_Window(f"memory.{region.name}", region.base, region.end, node.source, node.line))
+    types: dict[str, PeripheralConfig] = {}
+    for pc in peripherals.values():
+        if pc.type in CORE_DEVICES and pc.type in types:
+            raise ConfigError(f"{pc.where('type')}: peripherals.{pc.name}.type: an ARMv6-M core has one "
+                              f"{pc.type}, already given as peripherals.{types[pc.type].name}")
+        types.setdefault(pc.type, pc)
+    for name, base in ARCHITECTURAL.items():
+        if name not in types:
+            if name in peripherals:
+                pc = peripherals[name]
+                raise ConfigError(f"{pc.where('')}: peripherals.{name}: the name '{name}' belongs to the core's "
+                                  f"{name.upper()}, which a chip without a {name} entry still has")
+            windows.append(_Window(f"the core's {name.upper()}", base, base + _model(name).size, "", 0))
+    for pc in peripherals.values():
+        size = _model(pc.type).window(pc)
+        end = pc.base + size
+        if end > 1 << 32:
+            raise ConfigError(f"{pc.where('base')}: peripherals.{pc.name}.base: its 0x{size:x}-byte window "
+                              "runs past the end of the 32-bit address space")
+        windows.append(_Window(f"peripherals.{pc.name}", pc.base, end, pc.source, pc.lines.get("base", 0)))
+    windows.sort(key=lambda w: w.start)
+    for i, a in enumerate(windows):
+        for b in windows[i + 1:]:
+            if b.start >= a.end:
+                break
+            # Point at the one the user most likely just wrote: the top file's, later line.
+            blame, other = (b, a) if (b.source == source, b.line) >= (a.source == source, a.line) else (a, b)
+            raise ConfigError(
+                f"{blame.source}:{blame.line}: {blame.label}: 0x{blame.start:08x}-0x{blame.end - 1:08x} overlaps "
+                f"{other.label} (0x{other.start:08x}-0x{other.end - 1:08x})"
             )

@@ -19,6 +19,7 @@ EXIT_USAGE = 64  # command line misuse (also argparse's own errors, remapped)
 EXIT_BAD_INPUT = 65  # a malformed or unfitting ELF, a bad --load/--dump
 EXIT_NO_INPUT = 66  # a file that does not exist or cannot be read
 EXIT_INTERNAL = 70  # a bug in pkasim: please report it
+EXIT_IO = 74  # output that cannot be written (a full disk, a pipe closed by its reader)
 EXIT_CONFIG = 78  # a bad chip description (YAML)
 EXIT_BUDGET = 124  # --max-cycles reached before the firmware exited
 EXIT_LOCKUP = 125  # the core locked up (a fault inside HardFault)
@@ -52,3 +53,10 @@ class UsageError(PkasimError):
     """A command line or API call that does not make sense."""
 
     exit_code = EXIT_USAGE
+
+
+class OutputError(PkasimError):
+    """Output that could not be written: stdout or stderr closed or full, a --dump or
+    --json file on a full disk. The run stops, since what it produces is lost."""
+
+    exit_code = EXIT_IO

@@ -8,6 +8,8 @@ copies it. Symbols are kept for reports (PC as symbol+offset) and for --load/--d
 from __future__ import annotations
 
 import bisect
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +18,8 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from .config import ChipConfig
+from . import limits
+from .config import ChipConfig, Region
 from .errors import InputMissingError, LoadError
 
 
@@ -26,6 +29,7 @@ class Symbol:
     address: int
     size: int
     kind: str  # "func" or "object"
+    absolute: bool = False  # SHN_ABS: a linker constant (_min_stack_size), not a place in memory
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,23 @@ class Image:
         except KeyError:
             raise LoadError(f"{self.path}: no symbol named '{name}'") from None
 
+    def extent(self, name: str, config: ChipConfig) -> tuple[int, int, Region]:
+        """Where the object ``name`` lives and how many bytes --load/--dump may touch:
+        its size, or up to the end of its memory region when the symbol has none
+        (``_ebss``). Linker constants and objects that do not fit their region are
+        refused here, before any file is read or any byte written."""
+        sym = self.symbol(name)
+        if sym.absolute:
+            raise LoadError(f"{self.path}: '{name}' is a linker constant (absolute symbol, value "
+                            f"0x{sym.address:x}), not an object in memory")
+        region = config.region_at(sym.address)
+        if region is None:
+            raise LoadError(f"{self.path}: '{name}' at 0x{sym.address:08x} is not in memory ({_regions(config)})")
+        if sym.size and not region.contains(sym.address, sym.size):
+            raise LoadError(f"{self.path}: '{name}' claims {sym.size:,} bytes at 0x{sym.address:08x}, past the "
+                            f"end of {region.name} (0x{region.end:08x})")
+        return sym.address, sym.size or region.end - sym.address, region
+
     def section_of(self, addr: int) -> Section | None:
         for sec in self.sections:
             if sec.vma <= addr < sec.vma + sec.size:
@@ -87,6 +108,12 @@ def load_image(path: str | Path, config: ChipConfig) -> Image:
     except OSError as exc:
         raise InputMissingError(f"{name}: cannot open: {exc.strerror}") from None
     with fh:
+        info = os.fstat(fh.fileno())
+        if stat.S_ISDIR(info.st_mode):
+            raise InputMissingError(f"{name}: cannot open: Is a directory")
+        if stat.S_ISREG(info.st_mode) and info.st_size > limits.ELF_MAX_BYTES:
+            raise LoadError(f"{name}: {info.st_size:,} bytes; an ELF of at most "
+                            f"{limits.ELF_MAX_BYTES >> 20} MiB is read")
         try:
             return _read(ELFFile(fh), name, config)
         except ELFError as exc:
@@ -112,10 +139,15 @@ def _read(elf: ELFFile, name: str, config: ChipConfig) -> Image:
     for i, seg in enumerate(elf.iter_segments()):
         if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
             continue
-        paddr, filesz, memsz = seg["p_paddr"], seg["p_filesz"], seg["p_memsz"]
-        data = seg.data()
-        if len(data) != filesz:
-            raise LoadError(f"{name}: segment {i} is truncated ({len(data)} of {filesz} bytes in the file)")
+        paddr, vaddr, filesz, memsz = seg["p_paddr"], seg["p_vaddr"], seg["p_filesz"], seg["p_memsz"]
+        if filesz > memsz:
+            raise LoadError(f"{name}: segment {i} has more bytes in the file ({filesz:,}) than in memory ({memsz:,})")
+        # Where it runs, zero fill (.bss) included, must be memory: a segment that claims
+        # more than the chip has is refused rather than loaded short.
+        vregion = config.region_at(vaddr)
+        if vregion is None or not vregion.contains(vaddr, memsz):
+            raise LoadError(f"{name}: segment {i} runs at 0x{vaddr:08x}-0x{vaddr + memsz:08x} and does not fit "
+                            f"the memory map of {config.chip} ({_regions(config)})")
         # Zero fill beyond filesz belongs to the run-time address (.bss); the startup
         # code clears it, so only the file bytes are programmed at the load address.
         if filesz == 0:
@@ -126,17 +158,15 @@ def _read(elf: ELFFile, name: str, config: ChipConfig) -> Image:
                 f"{name}: segment {i} at 0x{paddr:08x}-0x{paddr + filesz:08x} does not fit "
                 f"the memory map of {config.chip} ({_regions(config)})"
             )
+        data = seg.data()  # read only once it is known to fit
+        if len(data) != filesz:
+            raise LoadError(f"{name}: segment {i} is truncated ({len(data)} of {filesz} bytes in the file)")
         segments.append((paddr, data))
-        vaddr = seg["p_vaddr"]
-        if vaddr != paddr:
-            vregion = config.region_at(vaddr)
-            if vregion is None or not vregion.contains(vaddr, memsz):
-                raise LoadError(f"{name}: segment {i} runs at 0x{vaddr:08x}, outside the memory map ({_regions(config)})")
     if not segments:
         raise LoadError(f"{name}: has no loadable segments")
 
     symbols, funcs, mapping = _symbols(elf, name)
-    code = _code_ranges(elf, mapping)
+    code = _code_ranges(elf, mapping, name, config)
     entry = elf["e_entry"]
     image = Image(path=name, entry=entry, segments=segments, code=code, symbols=symbols,
                   sections=_sections(elf))
@@ -190,7 +220,7 @@ def _symbols(elf: ELFFile, name: str) -> tuple[dict[str, Symbol], list[Symbol], 
         kind = "func" if stype == "STT_FUNC" else "object"
         if kind == "func":
             addr &= ~1
-        s = Symbol(name=name, address=addr, size=sym["st_size"], kind=kind)
+        s = Symbol(name=name, address=addr, size=sym["st_size"], kind=kind, absolute=sym["st_shndx"] == "SHN_ABS")
         if kind == "func":
             funcs.append(s)
         if name not in symbols or symbols[name].kind != "func":
@@ -199,13 +229,23 @@ def _symbols(elf: ELFFile, name: str) -> tuple[dict[str, Symbol], list[Symbol], 
     return symbols, funcs, mapping
 
 
-def _code_ranges(elf: ELFFile, mapping: list[tuple[int, int, str]]) -> list[tuple[int, bytes]]:
+def _code_ranges(elf: ELFFile, mapping: list[tuple[int, int, str]], name: str,
+                 config: ChipConfig) -> list[tuple[int, bytes]]:
     """Executable section bytes split at their own $d mapping symbols (literal pools, tables)."""
     ranges: list[tuple[int, bytes]] = []
     for index, sec in enumerate(elf.iter_sections()):
         if not sec["sh_flags"] & SH_FLAGS.SHF_EXECINSTR or sec["sh_type"] != "SHT_PROGBITS":
             continue
-        start, data = sec["sh_addr"], sec.data()
+        start, size = sec["sh_addr"], sec["sh_size"]
+        region = config.region_at(start)
+        if sec["sh_flags"] & SH_FLAGS.SHF_ALLOC and (region is None or not region.contains(start, size)):
+            # Its instructions are decoded for the cycle tables: a section header that
+            # claims more than memory holds is refused, not decoded byte by byte.
+            raise LoadError(f"{name}: code section {sec.name} at 0x{start:08x}-0x{start + size:08x} does not fit "
+                            f"the memory map of {config.chip} ({_regions(config)})")
+        if not sec["sh_flags"] & SH_FLAGS.SHF_ALLOC:
+            continue
+        data = sec.data()
         end = start + len(data)
         marks = [(a, k) for i, a, k in mapping if i == index and start <= a < end]
         if not marks or marks[0][0] != start:

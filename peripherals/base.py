@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from emulator.config import PeripheralConfig
 
 guest_log = logging.getLogger("pkasim.guest")  # the firmware did something wrong
 unimp_log = logging.getLogger("pkasim.unimp")  # the model does not implement this
@@ -49,6 +52,13 @@ class Peripheral:
     def __init__(self, name: str, base: int) -> None:
         self.name = name
         self.base = base
+
+    @classmethod
+    def window(cls, pc: PeripheralConfig) -> int:
+        """Bytes of address space the instance ``pc`` describes will answer. The chip
+        description is checked against it before anything is built, so no two devices
+        (or a device and memory) ever claim the same address."""
+        return cls.size
 
     def reset(self) -> None:
         """Put registers in their reset state."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import reprlib
 from collections import Counter
 from collections.abc import Callable
 from enum import IntEnum
@@ -47,6 +48,7 @@ from typing import Any, NamedTuple
 from emulator.clock import Clock, Event
 from emulator.config import PeripheralConfig
 from emulator.errors import ConfigError, UsageError
+from emulator.limits import PKA_OPERATION_CYCLES_MAX
 from emulator.observe import Kind
 
 from .base import NativeWindow, Peripheral, guest_log
@@ -210,7 +212,25 @@ class _Pending(NamedTuple):
 # --------------------------------------------------------------------------- parameters
 
 def _param_error(name: str, key: str, problem: str) -> ConfigError:
-    return ConfigError(f"peripherals.{name}.{key}: {problem}")
+    error = ConfigError(f"peripherals.{name}.{key}: {problem}")
+    error.key = key  # the parameter, for the line number (never parsed back out of the text)
+    return error
+
+
+def _located(pc: PeripheralConfig, error: ConfigError) -> ConfigError:
+    """The same error with ``file:line`` of the parameter it is about in front."""
+    key = getattr(error, "key", "")
+    param = key.split(".", 1)[0].split("[", 1)[0]
+    return ConfigError(f"{pc.where(param)}: {error}")
+
+
+def _check_ram_size(name: str, ram_size: Any) -> None:
+    if not _is_int(ram_size) or ram_size <= 0:
+        raise _param_error(name, "ram_size", f"expected a size in bytes, got {reprlib.repr(ram_size)}")
+    if ram_size % 4:
+        raise _param_error(name, "ram_size", f"must be a multiple of 4 bytes (word access only), got {ram_size}")
+    if ram_size > RAM_MAX:
+        raise _param_error(name, "ram_size", f"at most 0x{RAM_MAX:x} bytes (the PKA window is 64 KiB), got 0x{ram_size:x}")
 
 
 def _is_int(value: Any) -> bool:
@@ -223,7 +243,7 @@ def _coefficient(name: str, key: str, value: Any) -> Fraction:
         return Fraction(value)
     if isinstance(value, float) and math.isfinite(value):
         return Fraction(repr(value))
-    raise _param_error(name, key, f"expected a number, got {value!r}")
+    raise _param_error(name, key, f"expected a number, got {reprlib.repr(value)}")
 
 
 def busy_cycles(coefficients: tuple[Fraction, Fraction, Fraction], digit_bits: int, words: int) -> int:
@@ -236,7 +256,7 @@ def busy_cycles(coefficients: tuple[Fraction, Fraction, Fraction], digit_bits: i
 def _timing_table(name: str, timing: Any, digit_bits: int, max_words: int) -> dict[str, list[int]]:
     """Busy cycles for every operation and every LEN (index = LEN; index 0 unused)."""
     if not isinstance(timing, dict):
-        raise _param_error(name, "timing", f"expected a mapping of operation to [a, b, c], got {timing!r}")
+        raise _param_error(name, "timing", f"expected a mapping of operation to [a, b, c], got {reprlib.repr(timing)}")
     keys = [cmd.key for cmd in COMMANDS.values()]
     for key in timing:
         if key not in keys:
@@ -248,12 +268,16 @@ def _timing_table(name: str, timing: Any, digit_bits: int, max_words: int) -> di
             raise _param_error(name, where, "required: [a, b, c] for cycles = ceil(a*d^2 + b*d + c)")
         raw = timing[key]
         if not isinstance(raw, (list, tuple)) or len(raw) != 3:
-            raise _param_error(name, where, f"expected a list of 3 numbers [a, b, c], got {raw!r}")
+            raise _param_error(name, where, f"expected a list of 3 numbers [a, b, c], got {reprlib.repr(raw)}")
         coefficients = tuple(_coefficient(name, f"{where}[{i}]", v) for i, v in enumerate(raw))
         row = [0] + [busy_cycles(coefficients, digit_bits, w) for w in range(1, max_words + 1)]
         worst = min(range(1, max_words + 1), key=lambda w: row[w])
         if row[worst] < 1:
             raise _param_error(name, where, f"gives {row[worst]} cycles at LEN={worst} (an operation takes at least 1 cycle)")
+        longest = max(range(1, max_words + 1), key=lambda w: row[w])
+        if row[longest] > PKA_OPERATION_CYCLES_MAX:
+            raise _param_error(name, where, f"gives {row[longest]:.3g} cycles at LEN={longest}; at most "
+                                            f"{PKA_OPERATION_CYCLES_MAX:,} (LASTCYC reports them in 32 bits)")
         table[key] = row
     return table
 
@@ -267,21 +291,16 @@ class Pka(Peripheral):
                  ram_size: int, max_words: int, digit_bits: int, timing: dict[str, Any],
                  strict_operands: bool = False) -> None:
         super().__init__(name, base)
-        if not _is_int(ram_size) or ram_size <= 0:
-            raise _param_error(name, "ram_size", f"expected a size in bytes, got {ram_size!r}")
-        if ram_size % 4:
-            raise _param_error(name, "ram_size", f"must be a multiple of 4 bytes (word access only), got {ram_size}")
-        if ram_size > RAM_MAX:
-            raise _param_error(name, "ram_size", f"at most 0x{RAM_MAX:x} bytes (the PKA window is 64 KiB), got 0x{ram_size:x}")
+        _check_ram_size(name, ram_size)
         if not _is_int(max_words) or not 1 <= max_words <= MAX_WORDS_LIMIT:
-            raise _param_error(name, "max_words", f"expected an integer 1..{MAX_WORDS_LIMIT}, got {max_words!r}")
+            raise _param_error(name, "max_words", f"expected an integer 1..{MAX_WORDS_LIMIT}, got {reprlib.repr(max_words)}")
         if 4 * max_words > ram_size:
             raise _param_error(name, "max_words",
                                f"{max_words} words ({4 * max_words} bytes) do not fit in ram_size ({ram_size} bytes)")
         if not _is_int(digit_bits) or digit_bits <= 0:
-            raise _param_error(name, "digit_bits", f"expected a positive integer, got {digit_bits!r}")
+            raise _param_error(name, "digit_bits", f"expected a positive integer, got {reprlib.repr(digit_bits)}")
         if not isinstance(strict_operands, bool):
-            raise _param_error(name, "strict_operands", f"expected true or false, got {strict_operands!r}")
+            raise _param_error(name, "strict_operands", f"expected true or false, got {reprlib.repr(strict_operands)}")
         self.clock = clock
         self.irq = irq
         self.ram_size = ram_size
@@ -321,8 +340,18 @@ class Pka(Peripheral):
                     raise _param_error(pc.name, key, "required parameter is missing")
             return cls(pc.name, pc.base, clock, irq, **pc.params)
         except ConfigError as exc:
-            key = str(exc).split(":", 1)[0].split(".")[2] if str(exc).startswith("peripherals.") else ""
-            raise ConfigError(f"{pc.where(key)}: {exc}") from None
+            raise _located(pc, exc) from None
+
+    @classmethod
+    def window(cls, pc: PeripheralConfig) -> int:
+        """Registers, then PKA RAM at +0x400: the window grows with ``ram_size``."""
+        try:
+            if "ram_size" not in pc.params:
+                raise _param_error(pc.name, "ram_size", "required parameter is missing")
+            _check_ram_size(pc.name, pc.params["ram_size"])
+        except ConfigError as exc:
+            raise _located(pc, exc) from None
+        return RAM_OFFSET + pc.params["ram_size"]
 
     def cycles_for(self, op: str, words: int) -> int:
         """Busy cycles of operation ``op`` ("montmul", ...) on LEN = ``words``."""

@@ -220,9 +220,9 @@ def test_missing_firmware_exits_66(tmp_path: Path, capsys) -> None:
     assert_clean_error(capsys.readouterr().err, code, 66, "nope.elf")
 
 
-def test_missing_config_exits_78(elf, tmp_path: Path, capsys) -> None:
+def test_missing_config_exits_66(elf, tmp_path: Path, capsys) -> None:
     code = run(["run", elf("hello"), "--config", tmp_path / "nope.yaml"])
-    assert_clean_error(capsys.readouterr().err, code, 78, "nope.yaml")
+    assert_clean_error(capsys.readouterr().err, code, 66, "nope.yaml")
 
 
 def test_bad_config_exits_78_naming_file_line_and_key(elf, config, tmp_path: Path, capsys) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from emulator.config import DEFAULT_CONFIG, load_config, parse_config, parse_frequency, parse_size
-from emulator.errors import EXIT_CONFIG, ConfigError
+from emulator.errors import EXIT_CONFIG, ConfigError, InputMissingError
 
 KiB = 1024
 
@@ -357,23 +357,29 @@ def test_load_config_of_an_empty_file_is_refused(tmp_path: Path) -> None:
     assert "empty" in problem
 
 
-def test_nonexistent_config_file_is_a_config_error(tmp_path: Path) -> None:
+def test_nonexistent_config_file_is_input_missing_exit_66(tmp_path: Path) -> None:
     path = tmp_path / "missing.yaml"
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(InputMissingError) as info:
         load_config(path)
-    assert type(info.value) is ConfigError
-    assert info.value.exit_code == 78
+    assert info.value.exit_code == 66
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(f"{path}: ")
     assert "no such" in message
 
 
-def test_config_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+def test_a_directory_as_config_is_input_missing_exit_66(tmp_path: Path) -> None:
+    with pytest.raises(InputMissingError) as info:
+        load_config(tmp_path)
+    assert info.value.exit_code == 66
+    assert str(info.value).startswith(f"{tmp_path}: cannot read config")
+
+
+def test_config_that_is_not_utf8_is_a_config_error_naming_the_line(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes(MINIMAL.replace("TEST", "T\xc9ST").encode("latin-1"))
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert info.value.exit_code == 78
-    assert str(info.value).startswith(f"{path}: ")
-    assert "\n" not in str(info.value)
+    line, _, problem = split_error(info.value, str(path))
+    assert line == 1
+    assert "not UTF-8" in problem and "0xc9" in problem

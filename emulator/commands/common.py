@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .. import limits
 from ..config import DEFAULT_CONFIG, load_config
-from ..errors import InputMissingError, LoadError
+from ..errors import InputMissingError, LoadError, OutputError
 from ..hostfiles import HostDir
 from ..machine import Machine, RunResult
 
@@ -19,12 +22,18 @@ DEFAULT_BUDGET_SECONDS = 600  # modeled seconds before a run that never exits is
 
 
 def parse_int(text: str) -> int:
+    """A cycle count: 0 to 2^64-1 (the cycle counter), in any base int() reads."""
+    shown = text if len(text) <= 40 else f"{text[:30]}...({len(text)} characters)"
+    if len(text) > 40:  # 2^64 has 20 digits; int() of thousands of digits is refused anyway
+        raise argparse.ArgumentTypeError(f"at most {limits.MAX_CYCLES_MAX} (the cycle counter is 64-bit): {shown!r}")
     try:
         value = int(text.replace("_", ""), 0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a whole number: {shown!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+        raise argparse.ArgumentTypeError(f"must not be negative: {shown!r}")
+    if value > limits.MAX_CYCLES_MAX:
+        raise argparse.ArgumentTypeError(f"at most {limits.MAX_CYCLES_MAX} (the cycle counter is 64-bit): {shown!r}")
     return value
 
 
@@ -54,13 +63,49 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                      "The firmware's console input is pkasim's stdin.")
 
 
-def read_file(path: str) -> bytes:
+def read_file(path: str, limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of a file; a longer one (or /dev/zero) is refused after
+    reading one byte more, never read to its end."""
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
     except FileNotFoundError:
         raise InputMissingError(f"{path}: no such file") from None
     except OSError as exc:
-        raise InputMissingError(f"{path}: cannot read: {exc.strerror}") from None
+        raise InputMissingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise LoadError(f"{path}: more than {limit:,} bytes, {what}")
+    return data
+
+
+def _output_problem(what: str, exc: OSError) -> OutputError:
+    if exc.errno == errno.EPIPE:
+        return OutputError(f"{what}: the reading end of the pipe was closed; the run was stopped")
+    return OutputError(f"{what}: cannot write: {exc.strerror or exc}")
+
+
+class Guarded:
+    """A standard stream whose write failures (EPIPE, ENOSPC...) become one OutputError,
+    raised where the write happens (the firmware's semihosted output stops the run)."""
+
+    def __init__(self, stream: Any, what: str) -> None:
+        self._stream = stream
+        self._what = what
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._stream.write(data)
+        except OSError as exc:
+            raise _output_problem(self._what, exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise _output_problem(self._what, exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 class _ThroughConsole:
@@ -99,13 +144,18 @@ def run_firmware(args: argparse.Namespace, console: Console,
         sinks = [_ThroughConsole(console), _ThroughConsole(console)]
         machine = Machine(config, stdout=sinks[0], stderr=sinks[1], stdin=stdin)
     else:
-        machine = Machine(config, stdin=stdin)
+        machine = Machine(config, stdout=Guarded(sys.stdout.buffer, "stdout"),
+                          stderr=Guarded(sys.stderr.buffer, "stderr"), stdin=stdin)
     machine.load(args.firmware)
     setup_semihosting(machine, args)
     for symbol, path in args.load:
-        machine.write_symbol(symbol, read_file(path))
+        addr, room, region = machine.image.extent(symbol, config)
+        sized = machine.image.symbol(symbol).size
+        what = (f"the size of '{symbol}'" if sized else
+                f"the room from '{symbol}' (0x{addr:08x}, a symbol without a size) to the end of {region.name}")
+        machine.write_symbol(symbol, read_file(path, room, what))
     for symbol, _ in args.dump:
-        machine.image.symbol(symbol)  # fail before the run, not after it
+        machine.image.extent(symbol, config)  # fail before the run, not after it
     if attach is not None:
         attach(machine)
     budget = args.max_cycles
@@ -129,14 +179,14 @@ def run_firmware(args: argparse.Namespace, console: Console,
                 sink.close()
     else:
         result = machine.run(max_cycles=budget)
-    sys.stdout.flush()
+    Guarded(sys.stdout, "stdout").flush()
 
     for symbol, path in args.dump:
         data = machine.read_symbol(symbol)
         try:
             Path(path).write_bytes(data)
         except OSError as exc:
-            raise LoadError(f"{path}: cannot write dump of '{symbol}': {exc.strerror}") from None
+            raise OutputError(f"{path}: cannot write dump of '{symbol}': {exc.strerror or exc}") from None
     machine.semihosting.close_files()
     return machine, result
 
@@ -155,11 +205,13 @@ def setup_semihosting(machine: Machine, args: argparse.Namespace) -> None:
 
 
 def write_text(path: str, text: str, what: str) -> None:
-    """``text`` to a file, or to stdout for '-'; a clear error if it cannot be written."""
+    """``text`` to a file, or to stdout for '-'; OutputError (exit 74) if it cannot be written."""
     if path == "-":
-        sys.stdout.write(text)
+        out = Guarded(sys.stdout, "stdout")
+        out.write(text)
+        out.flush()
         return
     try:
         Path(path).write_text(text)
     except OSError as exc:
-        raise LoadError(f"{path}: cannot write {what}: {exc.strerror}") from None
+        raise OutputError(f"{path}: cannot write {what}: {exc.strerror or exc}") from None

@@ -1,0 +1,147 @@
+"""Hostile command lines and outputs (issue 11): documented exit codes, one line, and
+reads bounded by what the target can hold."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_cli import assert_clean_error, run
+
+from emulator import limits
+from emulator.errors import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_IO, EXIT_NO_INPUT, EXIT_USAGE
+
+SCRIPT = Path(sys.executable).parent / "pkasim"
+
+
+def script(*argv: object, stdout=subprocess.PIPE, stderr=subprocess.PIPE) -> subprocess.CompletedProcess:
+    """The console script, as a shell pipeline would run it."""
+    return subprocess.run([str(SCRIPT), *map(str, argv)], stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                          check=False)
+
+
+# --------------------------------------------------------------------------- exit codes
+
+def test_config_missing_exits_66(elf, capsys) -> None:
+    code = run(["run", elf("hello"), "--config", "missing.yaml"])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_NO_INPUT, "missing.yaml: no such config file")
+
+
+def test_memory_overlapping_a_peripheral_exits_78_with_its_line(elf, config, tmp_path: Path, capsys) -> None:
+    chip = tmp_path / "c.yaml"
+    chip.write_text(f"extends: {config.source}\nmemory:\n  extra:\n    base: 0xE000E000\n    size: 4 KiB\n")
+    code = run(["run", elf("hello"), "--config", chip])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_CONFIG, f"{chip}:4: memory.extra:", "overlaps")
+
+
+def test_max_cycles_beyond_the_64_bit_counter_exits_64(elf, capsys) -> None:
+    code = run(["run", elf("hello"), "--max-cycles", str(limits.MAX_CYCLES_MAX + 1)])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_USAGE, "64-bit")
+
+
+def test_max_cycles_of_5000_digits_exits_64(elf, capsys) -> None:
+    code = run(["run", elf("hello"), "--max-cycles", "9" * 5000])
+    err = capsys.readouterr().err
+    assert_clean_error(err, code, EXIT_USAGE, "64-bit")
+    assert len(err.splitlines()[-1]) < 200
+
+
+# --------------------------------------------------------------------------- --load and --dump bounds
+
+def test_load_of_dev_zero_into_main_reads_only_main_s_size(elf, capsys) -> None:
+    code = run(["run", elf("hello"), "--load", "main=/dev/zero"])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_BAD_INPUT, "/dev/zero: more than", "the size of 'main'")
+
+
+def test_load_of_dev_zero_into_a_zero_size_symbol_reads_only_to_the_end_of_its_region(elf, config, capsys) -> None:
+    code = run(["run", elf("hello"), "--load", "_ebss=/dev/zero"])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_BAD_INPUT, "/dev/zero: more than", "to the end of sram")
+
+
+def test_load_into_a_zero_size_symbol_that_fits_runs(elf, tmp_path: Path, capsys) -> None:
+    data = tmp_path / "stack.bin"
+    data.write_bytes(bytes(16))
+    assert run(["run", elf("hello"), "-q", "--load", f"_ebss={data}"]) == 0
+
+
+@pytest.mark.parametrize("symbol", ["_estack", "_min_stack_size", "_sidata"])
+def test_load_onto_a_linker_constant_exits_65_and_writes_nothing(symbol: str, elf, tmp_path: Path, capsys) -> None:
+    data = tmp_path / "big.bin"
+    data.write_bytes(bytes(100_000))
+    code = run(["run", elf("hello"), "--load", f"{symbol}={data}"])
+    out, err = capsys.readouterr()
+    assert_clean_error(err, code, EXIT_BAD_INPUT, f"'{symbol}' is a linker constant")
+    assert out == ""  # nothing ran
+
+
+def test_dump_of_a_symbol_claiming_0xffffffff_bytes_fails_before_the_run(elf, tmp_path: Path, capsys) -> None:
+    from test_loader_hostile import symbol_entry
+
+    data = bytearray(elf("hello").read_bytes())
+    entry = symbol_entry(bytes(data), "main")
+    data[entry + 8:entry + 12] = (0xFFFF_FFFF).to_bytes(4, "little")
+    bad = tmp_path / "bigsym.elf"
+    bad.write_bytes(bytes(data))
+    code = run(["run", bad, "--dump", f"main={tmp_path / 'main.bin'}"])
+    out, err = capsys.readouterr()
+    assert_clean_error(err, code, EXIT_BAD_INPUT, "'main' claims 4,294,967,295 bytes")
+    assert out == ""
+    assert not (tmp_path / "main.bin").exists()
+
+
+def test_dump_of_a_linker_constant_fails_before_the_run(elf, tmp_path: Path, capsys) -> None:
+    code = run(["run", elf("hello"), "--dump", f"_estack={tmp_path / 'x.bin'}"])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_BAD_INPUT, "'_estack' is a linker constant")
+
+
+# --------------------------------------------------------------------------- outputs that cannot be written
+
+def test_output_to_a_closed_pipe_exits_74_with_one_line(elf) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `| head -c1` once head has gone
+    try:
+        proc = script("run", elf("hello"), stdout=write_end)
+    finally:
+        os.close(write_end)
+    err = proc.stderr.decode()
+    assert proc.returncode == EXIT_IO, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.count("pkasim: error:") == 1
+    assert "stdout: the reading end of the pipe was closed" in err
+
+
+def test_output_to_dev_full_exits_74_with_one_line(elf) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = script("run", elf("hello"), stdout=full)
+    err = proc.stderr.decode()
+    assert proc.returncode == EXIT_IO, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert "stdout: cannot write: No space left on device" in err
+
+
+def test_json_to_dev_full_exits_74(elf) -> None:
+    proc = script("run", elf("hello"), "-q", "--json", "/dev/full")
+    assert proc.returncode == EXIT_IO
+    assert "/dev/full: cannot write JSON" in proc.stderr.decode()
+
+
+def test_dump_to_dev_full_exits_74(elf) -> None:
+    proc = script("run", elf("hello"), "-q", "--dump", "main=/dev/full")
+    assert proc.returncode == EXIT_IO
+    assert "/dev/full: cannot write dump of 'main'" in proc.stderr.decode()
+
+
+def test_stderr_to_dev_full_exits_74_without_a_traceback(elf) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = script("run", elf("hello"), stderr=full)
+    assert proc.returncode == EXIT_IO
+    assert proc.stdout.decode().startswith("Hello from pkasim")
+
+
+def test_a_usage_error_with_stderr_on_dev_full_still_exits_64() -> None:
+    with open("/dev/full", "wb") as full:
+        proc = script("run", stderr=full)
+    assert proc.returncode == EXIT_USAGE
