@@ -10,7 +10,7 @@ NATIVE := $(VENV)/.native
 CONFIG ?= configs/ciu98320b.yaml
 FW_CC  ?=
 
-.PHONY: demo test firmware setup lint bench clean
+.PHONY: demo test fuzz firmware setup lint bench clean
 
 demo: setup firmware
 	@echo "== hello: a C firmware boots on the emulated SC000 and prints through semihosting"
@@ -25,6 +25,11 @@ demo: setup firmware
 test: setup firmware
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest -q
+
+# The long fuzzing run (tests/fuzz/run.py; counts in docs/robustness.md). `make test`
+# runs the same fuzzers on a few hundred fixed inputs. FUZZ_ARGS='--elf 100 --seed 7'.
+fuzz: setup firmware
+	$(PY) tests/fuzz/run.py $(FUZZ_ARGS)
 
 setup: $(STAMP) $(NATIVE)
 

@@ -17,6 +17,7 @@ silently wrap a value.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import re
 from collections.abc import Callable
@@ -146,9 +147,10 @@ def _yaml_error(exc: yaml.YAMLError, text: str, source: str) -> ConfigError:
     return ConfigError(f"{where}: not valid YAML: {problem}")
 
 
-def _check_shape(text: str, source: str) -> None:
+def _check_shape(text: str, source: str) -> list[yaml.Event]:
     """Bound the YAML before it is composed: nesting depth, nodes after alias expansion,
-    value length, and aliases that point into their own anchor.
+    value length, and aliases that point into their own anchor. Returns the events, for
+    the composer to replay (the text is parsed once).
 
     PyYAML's composer recurses once per level and its aliases share nodes, so a deep
     file overflows the stack and a "billion laughs" file (aliases of aliases) expands
@@ -158,7 +160,9 @@ def _check_shape(text: str, source: str) -> None:
     stack: list[list] = []  # open collections: [anchor, expanded nodes so far, deepest level below]
     sizes: dict[str, tuple[int, int]] = {}  # anchor -> (expanded nodes, levels)
     total = 0
+    events = []
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        events.append(event)
         line = event.start_mark.line + 1
         if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             anchor, count, below = stack.pop()
@@ -197,12 +201,30 @@ def _check_shape(text: str, source: str) -> None:
         if stack:
             stack[-1][1] += count
             stack[-1][2] = max(stack[-1][2], levels)
+    return events
+
+
+class _Replay(yaml.composer.Composer, yaml.resolver.Resolver):
+    """PyYAML's composer fed with events already parsed (and checked) once."""
+
+    def __init__(self, events: list[yaml.Event]) -> None:
+        yaml.composer.Composer.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+        self._events = collections.deque(events)
+
+    def check_event(self, *choices: type) -> bool:
+        return bool(self._events) and (not choices or isinstance(self._events[0], choices))
+
+    def peek_event(self) -> yaml.Event:
+        return self._events[0]
+
+    def get_event(self) -> yaml.Event:
+        return self._events.popleft()
 
 
 def _compose(text: str, source: str) -> _Node:
     try:
-        _check_shape(text, source)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _Replay(_check_shape(text, source)).get_single_node()
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, source) from None
     if root is None:

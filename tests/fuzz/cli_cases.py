@@ -1,0 +1,91 @@
+"""Command lines as a script might build them: real and broken options, values and files.
+
+Each case is drawn from a small grammar of the CLI: a command (run, bench, nonsense),
+a firmware path (a real image, a directory, a missing file, /dev/zero, a text file),
+and options with awkward values: --max-cycles in every spelling, --config pointing at
+good, bad, missing and endless files, --json and --dump to stdout, /dev/full, a
+directory or a missing directory, --load from /dev/zero, an empty file or a large
+one, into data, code, zero-size and absolute symbols.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from fuzzing import BUILD, REPO
+
+FIRMWARE = ("hello", "fault", "systick")
+SYMBOLS = ("fault_kind", "fault_handler_mode", "systick_count", "main", "_ebss", "_estack", "_min_stack_size",
+           "_sidata", "no_such_symbol", "", "a=b", "Reset_Handler")
+CYCLES = ("0", "1", "100", "-1", "abc", "0x1000", "1_000_000", "1e6", "", " 7", "9" * 25, "9" * 5000,
+          "18446744073709551615", "18446744073709551616", "0b101", "٣")
+
+
+def files(workdir: Path) -> dict[str, str]:
+    """The pool of paths a case picks from, created once per run."""
+    (workdir / "empty.bin").write_bytes(b"")
+    (workdir / "word.bin").write_bytes(b"\x01\x00\x00\x00")
+    (workdir / "big.bin").write_bytes(bytes(70_000))
+    (workdir / "text.txt").write_text("not an ELF\n")
+    (workdir / "a_dir").mkdir(exist_ok=True)
+    (workdir / "bad.yaml").write_text("chip: [unclosed\n")
+    (workdir / "overlay.yaml").write_text(f"extends: {REPO / 'configs' / 'ciu98320b.yaml'}\ncore:\n  muls_cycles: 32\n")
+    return {
+        "hello": str(BUILD / "hello.elf"), "fault": str(BUILD / "fault.elf"), "systick": str(BUILD / "systick.elf"),
+        "empty": str(workdir / "empty.bin"), "word": str(workdir / "word.bin"), "big": str(workdir / "big.bin"),
+        "text": str(workdir / "text.txt"), "dir": str(workdir / "a_dir"), "missing": str(workdir / "missing"),
+        "missing_dir": str(workdir / "no" / "such" / "dir" / "x"), "dev_zero": "/dev/zero", "dev_null": "/dev/null",
+        "dev_full": "/dev/full", "bad_yaml": str(workdir / "bad.yaml"), "overlay": str(workdir / "overlay.yaml"),
+        "reference": str(REPO / "configs" / "ciu98320b.yaml"), "out": str(workdir / "out.bin"),
+    }
+
+
+def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
+    """One command line."""
+    command = rng.choice(["run"] * 12 + ["bench", "frobnicate", "", "--help", "-v"])
+    argv: list[str] = [command] if command else []
+    if rng.random() < 0.1:
+        argv.insert(0, rng.choice(["-v", "-vv", "-q", "--bogus"]))
+    if command == "bench":
+        # Only the options checked before anything runs: a bench takes seconds.
+        argv += ["--only", rng.choice(["nosuch", "rsa2048 nosuch", ""])]
+        if rng.random() < 0.5:
+            argv += ["--config", pool[rng.choice(["missing", "bad_yaml", "dir", "dev_zero", "reference"])]]
+        if rng.random() < 0.3:
+            argv += ["--json", pool[rng.choice(["dev_full", "dir", "missing_dir"])]]
+        return argv
+    if command != "run":
+        return argv + [pool[rng.choice(["hello", "text"])]] * rng.randint(0, 1)
+    firmware = rng.choice(["hello"] * 4 + ["fault"] * 3 + ["systick"] * 2
+                          + ["missing", "dir", "dev_zero", "text", "empty", "dev_null"])
+    if rng.random() > 0.05:
+        argv.append(pool[firmware])
+    bounded = False
+    for _ in range(rng.randint(0, 5)):
+        option = rng.choice(["--max-cycles", "--config", "--json", "--load", "--dump", "-q", "-v", "--bogus",
+                             "--load", "--dump"])
+        if option == "--max-cycles":
+            value = rng.choice(CYCLES)
+            bounded = bounded or value not in ("0",)
+            argv += [option, value]
+        elif option == "--config":
+            argv += [option, pool[rng.choice(["reference", "overlay", "bad_yaml", "missing", "dir", "dev_zero",
+                                               "dev_null", "text", "empty"])]]
+        elif option == "--json":
+            argv += [option, rng.choice(["-", pool["dev_full"], pool["dir"], pool["missing_dir"], pool["out"]])]
+        elif option == "--load":
+            symbol = rng.choice(SYMBOLS)
+            source = rng.choice(["word", "empty", "big", "dev_zero", "dev_null", "missing", "dir"])
+            if symbol in ("main", "Reset_Handler") and source == "word":
+                source = "big"  # random code could loop for ever without a cycle budget
+            argv += [option, f"{symbol}={pool[source]}" if rng.random() > 0.05 else symbol]
+        elif option == "--dump":
+            symbol = rng.choice(SYMBOLS)
+            target = rng.choice(["out", "dev_full", "dir", "missing_dir", "dev_null"])
+            argv += [option, f"{symbol}={pool[target]}"]
+        else:
+            argv.append(option)
+    if not bounded and rng.random() < 0.5:
+        argv += ["--max-cycles", "2000000"]
+    return argv
