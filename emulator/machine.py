@@ -325,7 +325,7 @@ class Machine:
         the startup code's copy of .data at reset. A .bss object would be zeroed by
         that same startup code, so it is refused with a clear message.
         """
-        addr, size = self._symbol_range(name)
+        addr, size, _ = self.image.extent(name, self.config) if self.image is not None else self._symbol_range(name)
         if size and len(data) > size:
             raise LoadError(f"{len(data)} bytes do not fit in '{name}' ({size} bytes)")
         sec = self.image.section_of(addr)

@@ -122,3 +122,25 @@ def test_the_extent_of_a_symbol_outside_memory_is_refused(hello_bytes: bytes, tm
 def test_symbol_entry_helper_finds_main(hello_bytes: bytes, hello) -> None:
     value, = struct.unpack_from("<I", hello_bytes, symbol_entry(hello_bytes, "main") + 4)
     assert value & ~1 == hello.symbols["main"].address
+
+
+# --------------------------------------------------------------------------- the same bounds through the API
+
+def test_write_symbol_refuses_a_linker_constant(make_machine, build_dir: Path) -> None:
+    m = make_machine()
+    m.load(build_dir / "hello.elf")
+    flash_before = m.read_memory(0x400, 64)
+    with pytest.raises(LoadError, match="'_min_stack_size' is a linker constant"):
+        m.write_symbol("_min_stack_size", bytes(64))
+    assert m.read_memory(0x400, 64) == flash_before
+
+
+def test_write_symbol_into_a_zero_size_symbol_stops_at_the_end_of_its_region(make_machine, build_dir: Path,
+                                                                            config) -> None:
+    m = make_machine()
+    m.load(build_dir / "hello.elf")
+    room = config.sram.end - m.image.symbols["_ebss"].address
+    with pytest.raises(LoadError, match=f"do not fit in '_ebss' \\({room} bytes\\)"):
+        m.write_symbol("_ebss", bytes(room + 1))
+    m.write_symbol("_ebss", b"\x5a" * 8)
+    assert m.read_symbol("_ebss", 8) == b"\x5a" * 8

@@ -58,6 +58,12 @@ def paths(tree: Any, prefix: tuple = ()) -> list[tuple]:
     return out
 
 
+def _get(tree: Any, path: tuple) -> Any:
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
 def _parent(tree: Any, path: tuple) -> Any:
     for key in path[:-1]:
         tree = tree[key]
@@ -68,8 +74,9 @@ def _parent(tree: Any, path: tuple) -> Any:
 def tree_mutant(draw) -> dict:
     """The reference tree with one to four structural mutations."""
     tree = reference()
-    for _ in range(draw(st.integers(min_value=1, max_value=4))):
-        every = paths(tree)
+    for _ in range(draw(st.sampled_from([1, 1, 1, 2, 2, 3, 4]))):
+        # Numbers first: hypothesis draws (and shrinks to) the front of the list most.
+        every = sorted(paths(tree), key=lambda p: (not isinstance(_get(tree, p), (int, float)), -len(p)))
         if not every:
             break
         path = draw(st.sampled_from(every))
@@ -77,7 +84,12 @@ def tree_mutant(draw) -> dict:
         key = path[-1]
         op = draw(st.sampled_from(["set", "set", "set", "delete", "add", "rename", "copy", "move"]))
         if op == "set":
-            parent[key] = draw(HOSTILE_VALUES)
+            old = parent[key]
+            if isinstance(old, int) and not isinstance(old, bool) and draw(st.booleans()):
+                # Near the reference value: mutants the schema accepts run on the machine too.
+                parent[key] = draw(st.integers(min_value=max(0, old // 2 - 4), max_value=old * 2 + 4))
+            else:
+                parent[key] = draw(HOSTILE_VALUES)
         elif op == "delete":
             del parent[key]
         elif op == "add" and isinstance(parent, dict):
@@ -145,5 +157,5 @@ def chip_file(draw) -> tuple[bytes, str]:
         text = yaml.safe_dump(tree, sort_keys=False, allow_unicode=True)
     except (yaml.YAMLError, ValueError):  # a value PyYAML cannot write: keep the reference
         text = REFERENCE.read_text()
-    bend = draw(st.sampled_from(["none"] * 6 + sorted(TEXT_BENDS)))
+    bend = draw(st.sampled_from(["none"] * 12 + sorted(TEXT_BENDS)))
     return TEXT_BENDS[bend](text), bend
