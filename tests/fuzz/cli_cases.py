@@ -5,7 +5,8 @@ a firmware path (a real image, a directory, a missing file, /dev/zero, a text fi
 and options with awkward values: --max-cycles in every spelling, --config pointing at
 good, bad, missing and endless files, --json and --dump to stdout, /dev/full, a
 directory or a missing directory, --load from /dev/zero, an empty file or a large
-one, into data, code, zero-size and absolute symbols.
+one, into data, code, zero-size and absolute symbols, --host-dir, and arguments for
+the firmware after --.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def files(workdir: Path) -> dict[str, str]:
     (workdir / "big.bin").write_bytes(bytes(70_000))
     (workdir / "text.txt").write_text("not an ELF\n")
     (workdir / "a_dir").mkdir(exist_ok=True)
+    (workdir / "host").mkdir(exist_ok=True)
     (workdir / "bad.yaml").write_text("chip: [unclosed\n")
     (workdir / "overlay.yaml").write_text(f"extends: {REPO / 'configs' / 'ciu98320b.yaml'}\ncore:\n  muls_cycles: 32\n")
     return {
@@ -38,6 +40,7 @@ def files(workdir: Path) -> dict[str, str]:
         "missing_dir": str(workdir / "no" / "such" / "dir" / "x"), "dev_zero": "/dev/zero", "dev_null": "/dev/null",
         "dev_full": "/dev/full", "bad_yaml": str(workdir / "bad.yaml"), "overlay": str(workdir / "overlay.yaml"),
         "reference": str(REPO / "configs" / "ciu98320b.yaml"), "out": str(workdir / "out.bin"),
+        "host": str(workdir / "host"),
     }
 
 
@@ -64,7 +67,7 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
     bounded = False
     for _ in range(rng.randint(0, 5)):
         option = rng.choice(["--max-cycles", "--config", "--json", "--load", "--dump", "-q", "-v", "--bogus",
-                             "--load", "--dump"])
+                             "--load", "--dump", "--host-dir"])
         if option == "--max-cycles":
             value = rng.choice(CYCLES)
             bounded = bounded or value not in ("0",)
@@ -84,8 +87,12 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
             symbol = rng.choice(SYMBOLS)
             target = rng.choice(["out", "dev_full", "dir", "missing_dir", "dev_null"])
             argv += [option, f"{symbol}={pool[target]}"]
+        elif option == "--host-dir":
+            argv += [option, pool[rng.choice(["host", "missing", "word", "dev_null"])]]
         else:
             argv.append(option)
     if not bounded and rng.random() < 0.5:
         argv += ["--max-cycles", "2000000"]
+    if rng.random() < 0.1:  # the firmware's own command line
+        argv += ["--"] + rng.sample(["a", "--max-cycles", "-q", "", "x" * 300, "--", "é"], rng.randint(0, 3))
     return argv
