@@ -197,7 +197,7 @@ def _check_shape(text: str, source: str) -> list[yaml.Event]:
         total += count
         if total > limits.CONFIG_MAX_NODES:
             raise ConfigError(f"{source}:{line}: more than {limits.CONFIG_MAX_NODES} values once aliases "
-                              "are expanded (a chip file needs a few hundred)")
+                              "are expanded")
         if stack:
             stack[-1][1] += count
             stack[-1][2] = max(stack[-1][2], levels)
@@ -536,16 +536,38 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
                             source=r.node.source, lines=lines)
 
 
-def _read_bounded(path: Path) -> bytes:
-    """At most limits.CONFIG_MAX_BYTES + 1 bytes: /dev/zero or a huge file is refused,
-    not read into memory."""
-    with path.open("rb") as fh:
-        return fh.read(limits.CONFIG_MAX_BYTES + 1)
+def read_bounded(path: str | Path, limit: int = limits.CONFIG_MAX_BYTES) -> bytes:
+    """At most ``limit`` + 1 bytes of a file: /dev/zero or a huge file is refused by its
+    reader, never read into memory whole. Raises OSError as open() does."""
+    with Path(path).open("rb") as fh:
+        return fh.read(limit + 1)
 
 
-def _decode(data: bytes, source: str) -> str:
+def load_yaml(path: str | Path) -> Any:
+    """Another YAML input of pkasim's (a regression suite) as plain values, under a chip
+    file's bounds: size, UTF-8, nesting, alias expansion, value length, core tags.
+    Raises InputMissingError if it cannot be read, ConfigError (with the line) if it
+    breaks a bound or is not YAML."""
+    source = str(path)
+    try:
+        data = read_bounded(path)
+    except FileNotFoundError:
+        raise InputMissingError(f"{source}: no such file") from None
+    except OSError as exc:
+        raise InputMissingError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    text = _decode(data, source, "a YAML input")
+    try:
+        _check_shape(text, source)
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, text, source) from None
+    except (ValueError, OverflowError) as exc:  # a timestamp or number Python will not convert
+        raise ConfigError(f"{source}: cannot read a value: {exc}") from None
+
+
+def _decode(data: bytes, source: str, what: str = "a chip file") -> str:
     if len(data) > limits.CONFIG_MAX_BYTES:
-        raise ConfigError(f"{source}: larger than {limits.CONFIG_MAX_BYTES >> 20} MiB; a chip file is a few KiB")
+        raise ConfigError(f"{source}: larger than {limits.CONFIG_MAX_BYTES >> 20} MiB; {what} is a few KiB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -560,7 +582,7 @@ def load_config(path: str | Path | None = None) -> ChipConfig:
     path = Path(path) if path is not None else DEFAULT_CONFIG
     source = str(path)
     try:
-        data = _read_bounded(path)
+        data = read_bounded(path)
     except FileNotFoundError:
         raise InputMissingError(f"{source}: no such config file") from None
     except OSError as exc:
@@ -590,7 +612,7 @@ def _resolve(text: str, source: str, chain: tuple[str, ...] = ()) -> _Node:
         raise ConfigError(f"{source}:{ext.line}: extends: a chain of more than {limits.CONFIG_MAX_EXTENDS} "
                           "config files")
     try:
-        data = _read_bounded(base_path)
+        data = read_bounded(base_path)
     except OSError as exc:
         raise ConfigError(f"{source}:{ext.line}: extends: cannot read base config {base_path}"
                           f" ({exc.strerror or exc})") from None

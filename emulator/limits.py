@@ -81,3 +81,6 @@ MAX_CYCLES_MAX = (1 << 64) - 1
 # An ELF file (pkasim reads only its headers, segments, sections and symbols; a
 # firmware ELF with full debug information is a few MiB).
 ELF_MAX_BYTES = 256 * MiB
+# A profile JSON for `pkasim diff` (one row per function: a large image's is a few
+# hundred KiB).
+PROFILE_MAX_BYTES = 64 * MiB

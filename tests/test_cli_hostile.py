@@ -145,3 +145,48 @@ def test_a_usage_error_with_stderr_on_dev_full_still_exits_64() -> None:
     with open("/dev/full", "wb") as full:
         proc = script("run", stderr=full)
     assert proc.returncode == EXIT_USAGE
+
+
+# --------------------------------------------------------------------------- trace outputs, diff and regress inputs
+
+@pytest.mark.parametrize("option", ["--folded", "--trace-events", "--vcd", "--tarmac"])
+def test_a_trace_to_dev_full_exits_74(option: str, elf, capsys) -> None:
+    code = run(["run", elf("hello"), "-q", option, "/dev/full"])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_IO, "cannot write the traces (/dev/full)")
+
+
+def test_diff_of_dev_zero_is_refused_without_reading_it_all(capsys) -> None:
+    code = run(["diff", "/dev/zero", "/dev/zero"])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_BAD_INPUT, "/dev/zero: larger than 64 MiB")
+
+
+def test_diff_of_json_nested_100000_deep_exits_65(tmp_path: Path, capsys) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    code = run(["diff", deep, deep])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_BAD_INPUT, "JSON nested too deep")
+
+
+@pytest.mark.parametrize(("text", "phrase"), [
+    ("cases: " + "[" * 2000 + "]" * 2000 + "\n", "nested deeper than 16 levels"),
+    ("a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+     + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)), "more than 10000 values"),
+    ("cases: &a [*a]\n", "refers to a node that contains it"),
+    ("cases: !!python/object/apply:os.system [echo]\n", "could not determine a constructor"),
+])
+def test_a_hostile_regress_suite_is_one_line_not_an_internal_error(text: str, phrase: str, tmp_path: Path,
+                                                                    capsys) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(text)
+    code = run(["regress", suite])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "internal error" not in err and "Traceback" not in err
+    assert err.count("pkasim: error:") == 1 and phrase in err
+
+
+def test_a_regress_suite_of_dev_zero_is_refused_without_reading_it_all(capsys) -> None:
+    code = run(["regress", "/dev/zero"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "/dev/zero: larger than 1 MiB" in err

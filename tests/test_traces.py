@@ -173,7 +173,7 @@ def test_diff_refuses_a_file_that_is_not_a_profile_in_one_line(tmp_path, capsys)
 
 def test_a_trace_path_that_cannot_be_written_fails_before_the_run(tmp_path, elf, capsys):
     code = main(["run", str(elf("hello")), "--vcd", str(tmp_path / "no" / "such" / "dir.vcd")])
-    assert code == 65
+    assert code == 74  # output that cannot be written (README: exit codes)
     captured = capsys.readouterr()
     assert "cannot write --vcd output" in captured.err and "Hello" not in captured.out
 

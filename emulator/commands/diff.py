@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from ..config import read_bounded
 from ..errors import InputMissingError, LoadError
+from ..limits import PROFILE_MAX_BYTES
 from ..profiler import PROFILE_SCHEMA
 from .common import write_text
 
@@ -33,13 +34,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def read_profile(path: str) -> dict[str, Any]:
     """A profile JSON, checked enough to compare; one clear line if it is not one."""
     try:
-        doc = json.loads(Path(path).read_text())
+        data = read_bounded(path, PROFILE_MAX_BYTES)
     except FileNotFoundError:
         raise InputMissingError(f"{path}: no such file") from None
     except OSError as exc:
-        raise InputMissingError(f"{path}: cannot read: {exc.strerror}") from None
+        raise InputMissingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > PROFILE_MAX_BYTES:
+        raise LoadError(f"{path}: larger than {PROFILE_MAX_BYTES >> 20} MiB; not a profile")
+    try:
+        doc = json.loads(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise LoadError(f"{path}: not JSON: {exc}") from None
+    except RecursionError:
+        raise LoadError(f"{path}: not a profile: JSON nested too deep") from None
     if not isinstance(doc, dict) or doc.get("schema") != PROFILE_SCHEMA or not isinstance(doc.get("functions"), list):
         raise LoadError(f"{path}: not a pkasim profile (expected \"schema\": \"{PROFILE_SCHEMA}\" and a "
                         "\"functions\" list; make one with 'pkasim profile FW.elf --json FILE')")

@@ -27,14 +27,13 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-import yaml
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..config import DEFAULT_CONFIG, load_config
+from ..config import DEFAULT_CONFIG, load_config, load_yaml
 from ..errors import PkasimError
 from ..machine import Machine
 from ..profiler import Profiler
@@ -136,13 +135,9 @@ def load_suite(path: str | Path, build_dir: str | None = None, baselines: str | 
     """Read and check a suite file; paths in it are relative to the file."""
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise SuiteError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise SuiteError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+        doc = load_yaml(path)  # a chip file's bounds: size, nesting, aliases, tags
+    except PkasimError as exc:
+        raise SuiteError(str(exc)) from None
     if not isinstance(doc, dict):
         raise SuiteError(f"{path}: expected a mapping with 'cases'")
     known = {"build", "baselines", "defaults", "cases"}

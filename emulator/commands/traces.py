@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..errors import LoadError
+from ..errors import OutputError
 from ..machine import Machine
 from ..profiler import Profiler
 from ..trace.tarmac import DEFAULT_LIMIT
@@ -33,7 +33,7 @@ def _writable(path: str, option: str) -> None:
     try:
         Path(path).write_text("")
     except OSError as exc:
-        raise LoadError(f"{path}: cannot write {option} output: {exc.strerror}") from None
+        raise OutputError(f"{path}: cannot write {option} output: {exc.strerror or exc}") from None
 
 
 class Traces:
@@ -83,12 +83,17 @@ class Traces:
         a, m = self.args, self.machine
         if m is None:
             return
-        for writer in self.writers:
-            m.unobserve(writer)  # close() writes the file
-        if a.folded:
-            write_folded(self.profiler, a.folded)
+        try:
+            for writer in self.writers:
+                m.unobserve(writer)  # close() writes the file
+            if a.folded:
+                write_folded(self.profiler, a.folded)
+            if self.tarmac is not None:
+                self.tarmac.close()
+        except OSError as exc:  # a full disk, /dev/full: exit 74 like any output
+            paths = ", ".join(p for p in (a.folded, a.trace_events, a.vcd, a.tarmac) if p)
+            raise OutputError(f"cannot write the traces ({paths}): {exc.strerror or exc}") from None
         if self.tarmac is not None:
-            self.tarmac.close()
             if self.tarmac.truncated:
                 console.print(f"[yellow]--tarmac stopped after {self.tarmac.limit:,} instructions "
                               "(--tarmac-limit)[/yellow]")

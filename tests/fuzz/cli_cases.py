@@ -33,6 +33,12 @@ def files(workdir: Path) -> dict[str, str]:
     (workdir / "host").mkdir(exist_ok=True)
     (workdir / "bad.yaml").write_text("chip: [unclosed\n")
     (workdir / "overlay.yaml").write_text(f"extends: {REPO / 'configs' / 'ciu98320b.yaml'}\ncore:\n  muls_cycles: 32\n")
+    (workdir / "deep.json").write_text("[" * 50_000 + "]" * 50_000)
+    (workdir / "profile.json").write_text('{"schema": "pkasim-profile/1", "functions": [{"name": "f", "cycles": "x"}]}')
+    (workdir / "laughs.yaml").write_text("a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)))
+    (workdir / "deep.yaml").write_text("cases: " + "[" * 3000 + "]" * 3000 + "\n")
+    (workdir / "suite.yaml").write_text("cases:\n  - name: x\n    firmware: nowhere.elf\n")
     return {
         "hello": str(BUILD / "hello.elf"), "fault": str(BUILD / "fault.elf"), "systick": str(BUILD / "systick.elf"),
         "empty": str(workdir / "empty.bin"), "word": str(workdir / "word.bin"), "big": str(workdir / "big.bin"),
@@ -41,12 +47,15 @@ def files(workdir: Path) -> dict[str, str]:
         "dev_full": "/dev/full", "bad_yaml": str(workdir / "bad.yaml"), "overlay": str(workdir / "overlay.yaml"),
         "reference": str(REPO / "configs" / "ciu98320b.yaml"), "out": str(workdir / "out.bin"),
         "host": str(workdir / "host"),
+        "deep_json": str(workdir / "deep.json"), "profile": str(workdir / "profile.json"),
+        "laughs": str(workdir / "laughs.yaml"), "deep_yaml": str(workdir / "deep.yaml"),
+        "suite": str(workdir / "suite.yaml"),
     }
 
 
 def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
     """One command line."""
-    command = rng.choice(["run"] * 12 + ["bench", "frobnicate", "", "--help", "-v"])
+    command = rng.choice(["run"] * 12 + ["profile"] * 2 + ["bench", "diff", "regress", "frobnicate", "", "--help", "-v"])
     argv: list[str] = [command] if command else []
     if rng.random() < 0.1:
         argv.insert(0, rng.choice(["-v", "-vv", "-q", "--bogus"]))
@@ -58,7 +67,20 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
         if rng.random() < 0.3:
             argv += ["--json", pool[rng.choice(["dev_full", "dir", "missing_dir"])]]
         return argv
-    if command != "run":
+    if command == "diff":
+        names = ["deep_json", "profile", "dev_zero", "missing", "dir", "text", "empty", "out"]
+        argv += [pool[rng.choice(names)] for _ in range(rng.choice([0, 1, 2, 2, 2, 3]))]
+        if rng.random() < 0.3:
+            argv += ["--json", pool[rng.choice(["dev_full", "dir", "missing_dir"])]]
+        return argv
+    if command == "regress":
+        # Suites that fail before any case runs (a case runs firmware for seconds).
+        argv.append(pool[rng.choice(["laughs", "deep_yaml", "bad_yaml", "dev_zero", "missing", "dir", "empty",
+                                     "suite", "text"])])
+        if rng.random() < 0.3:
+            argv += [rng.choice(["--junit", "--markdown"]), pool[rng.choice(["dev_full", "dir", "missing_dir"])]]
+        return argv
+    if command not in ("run", "profile"):
         return argv + [pool[rng.choice(["hello", "text"])]] * rng.randint(0, 1)
     firmware = rng.choice(["hello"] * 4 + ["fault"] * 3 + ["systick"] * 2
                           + ["missing", "dir", "dev_zero", "text", "empty", "dev_null"])
@@ -67,7 +89,8 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
     bounded = False
     for _ in range(rng.randint(0, 5)):
         option = rng.choice(["--max-cycles", "--config", "--json", "--load", "--dump", "-q", "-v", "--bogus",
-                             "--load", "--dump", "--host-dir"])
+                             "--load", "--dump", "--host-dir", "--vcd", "--folded", "--trace-events", "--tarmac",
+                             "--tarmac-range", "--tarmac-limit", "--top"])
         if option == "--max-cycles":
             value = rng.choice(CYCLES)
             bounded = bounded or value not in ("0",)
@@ -87,6 +110,12 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
             symbol = rng.choice(SYMBOLS)
             target = rng.choice(["out", "dev_full", "dir", "missing_dir", "dev_null"])
             argv += [option, f"{symbol}={pool[target]}"]
+        elif option in ("--vcd", "--folded", "--trace-events", "--tarmac"):
+            argv += [option, rng.choice([pool["out"], pool["dev_full"], pool["dir"], pool["missing_dir"]])]
+        elif option == "--tarmac-range":
+            argv += [option, rng.choice(["main", "nosuch", "0:4", "4:0", "0x0:0xFFFFFFFF", "x:y", ":", "", "9" * 50])]
+        elif option in ("--tarmac-limit", "--top"):
+            argv += [option, rng.choice(CYCLES)]
         elif option == "--host-dir":
             argv += [option, pool[rng.choice(["host", "missing", "word", "dev_null"])]]
         else:
