@@ -18,7 +18,7 @@ from rich.console import Console
 from .commands import COMMANDS
 from .commands.common import Guarded, add_run_options, run_firmware, write_text
 from .commands.traces import Traces, add_trace_options
-from .errors import EXIT_INTERNAL, EXIT_IO, EXIT_USAGE, OutputError, PkasimError, UsageError
+from .errors import EXIT_INTERNAL, EXIT_IO, EXIT_OS, EXIT_USAGE, OutputError, PkasimError, UsageError
 from .report import abnormal_exit, exit_code_for, print_summary, to_json
 
 
@@ -129,6 +129,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         _line("pkasim: interrupted")
         return 130
+    except MemoryError:  # not a bug: the host is short of memory (docs/robustness.md: what inputs cost)
+        _line("pkasim: error: out of host memory")
+        return EXIT_OS
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a clean line
         if os.environ.get("PKASIM_DEBUG"):
             raise

@@ -19,6 +19,7 @@ EXIT_USAGE = 64  # command line misuse (also argparse's own errors, remapped)
 EXIT_BAD_INPUT = 65  # a malformed or unfitting ELF, a bad --load/--dump
 EXIT_NO_INPUT = 66  # a file that does not exist or cannot be read
 EXIT_INTERNAL = 70  # a bug in pkasim: please report it
+EXIT_OS = 71  # the host ran out of memory (sysexits EX_OSERR)
 EXIT_IO = 74  # output that cannot be written (a full disk, a pipe closed by its reader)
 EXIT_CONFIG = 78  # a bad chip description (YAML)
 EXIT_BUDGET = 124  # --max-cycles reached before the firmware exited

@@ -52,19 +52,17 @@ EXCEPTION_CYCLES_MAX = (1 << 16) - 1
 
 # Memory regions are mapped in 1 KiB pages (base and size multiples of it).
 REGION_ALIGN = 1 * KiB
-# The cycle tables hold each instruction's cost in 8 bits (cycles.py, cyclehook.c).
-INSTRUCTION_COST_MAX = 255
+# The decoder keeps each instruction's cost in 16 bits (thumb.h's pk_insn.cost).
+INSTRUCTION_COST_MAX = 0xFFFF
 # The dearest instruction at zero wait states: MULS on the 32-cycle multiplier
 # (POP {r0-r7, pc} is 12, BL 4).
 INSTRUCTION_BASE_COST_MAX = 32
 # Flash wait states are added once per fetched word, so the dearest instruction costs
-# 32 + wait_states: at most 223 wait states keep every cost representable exactly.
+# 32 + wait_states: at most 65,503 wait states keep every cost representable exactly.
 WAIT_STATES_MAX = INSTRUCTION_COST_MAX - INSTRUCTION_BASE_COST_MAX
-# Flash costs host memory per byte for its cycle tables (measured in
-# docs/robustness.md); 16 MiB is far beyond any ARMv6-M part and stays a few hundred
-# MiB of host memory.
-FLASH_MAX_BYTES = 16 * MiB
-# All memory regions together (the host keeps a copy of each).
+# All memory regions together, flash included: the host keeps a copy of each, about
+# 1 MiB of host memory per MiB (measured in docs/robustness.md; the code cache grows
+# with the code that runs, not with the size of flash).
 MEMORY_MAX_BYTES = 256 * MiB
 
 # --------------------------------------------------------------------------- peripherals

@@ -12,7 +12,7 @@ import pytest
 from test_cli import assert_clean_error, run
 
 from emulator import limits
-from emulator.errors import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_IO, EXIT_NO_INPUT, EXIT_USAGE
+from emulator.errors import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_IO, EXIT_NO_INPUT, EXIT_OS, EXIT_USAGE
 
 SCRIPT = Path(sys.executable).parent / "pkasim"
 
@@ -190,3 +190,14 @@ def test_a_regress_suite_of_dev_zero_is_refused_without_reading_it_all(capsys) -
     err = capsys.readouterr().err
     assert code == 2
     assert "/dev/zero: larger than 1 MiB" in err
+
+
+def test_running_out_of_host_memory_is_one_line_exit_71(elf, monkeypatch, capsys) -> None:
+    from emulator.machine import Machine
+
+    def exhausted(self, image):
+        raise MemoryError
+
+    monkeypatch.setattr(Machine, "load", exhausted)
+    code = run(["run", elf("hello")])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_OS, "out of host memory")

@@ -146,19 +146,17 @@ def test_write_symbol_into_a_zero_size_symbol_stops_at_the_end_of_its_region(mak
     assert m.read_symbol("_ebss", 8) == b"\x5a" * 8
 
 
-# --------------------------------------------------------------------------- known failure outside the loader
+# --------------------------------------------------------------------------- stripped images
 
 def unsymbolled(data: bytes) -> bytes:
     """The image as `strip` leaves it for the loader: no .symtab, so no $t/$d mapping
-    symbols, and literal pools are decoded as code."""
+    symbols, and nothing tells literal pools from code."""
     elf = ELFFile(io.BytesIO(data))
     sections = {sec.name: (i, sec) for i, sec in enumerate(elf.iter_sections())}
     index, _ = sections[".symtab"]
     return patched(data, elf["e_shoff"] + index * elf["e_shentsize"], "I", sections[".strtab"][1]["sh_name"])
 
 
-@pytest.mark.xfail(strict=True, reason="cycles._regs raises KeyError on the VFP registers capstone decodes in a "
-                                       "literal pool (emulator/cycles.py, not the loader): exit 70")
 def test_a_stripped_image_whose_literal_pools_decode_as_vfp_runs(build_dir: Path, tmp_path: Path,
                                                                  make_machine) -> None:
     path = write(tmp_path, unsymbolled((build_dir / "nested.elf").read_bytes()))

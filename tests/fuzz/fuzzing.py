@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from emulator import cli  # noqa: E402
-from emulator.errors import EXIT_INTERNAL  # noqa: E402
+from emulator.errors import EXIT_INTERNAL, EXIT_OS  # noqa: E402
 
 
 def _warm() -> None:
@@ -80,6 +80,8 @@ class Outcome:
             found.append(self.status)
         elif self.status == EXIT_INTERNAL and self.firmware_exit != EXIT_INTERNAL:
             found.append("exit 70 (internal error)")
+        elif self.status == EXIT_OS and self.firmware_exit != EXIT_OS:
+            found.append("exit 71 (out of host memory within the case's limit: an unbounded input)")
         if ESCAPED in self.stderr:
             found.append("exception escaped main")
         if "Traceback" in self.stderr:
