@@ -6,14 +6,14 @@ it has no Python API and is loaded with ctypes, so it is declared as an Extensio
 to reuse setuptools' compiler handling.
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 setup(
     name="pkasim",
     version="0.1.0",
     description="Cycle-exact emulator of an ARM SC000 microcontroller with a public-key accelerator",
     python_requires=">=3.10",
-    packages=["emulator", "emulator.commands", "emulator.trace", "peripherals"],
+    packages=find_packages(include=["emulator", "emulator.*", "peripherals", "peripherals.*"]),
     ext_modules=[
         Extension(
             "emulator._cyclehook",
