@@ -102,15 +102,18 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
             }
             s->irq_check = 1;
         }
-        if (s->native_on) {
-            if (a == done_start ? pk_idle_loop(s, a, s->cur_end, c, s->cur_insns)
-                                : pk_idle_track(s, done_start, s->cur_end, a, c, s->cur_insns))
-                return;
+        if (!s->native_on) {
+            s->loop_start = 0xFFFFFFFFu;
+        } else if (a == done_start) {
+            if (pk_idle_loop(s, a, s->cur_end, c, s->cur_insns)) return;
+        } else if (a < done_start || s->loop_end) {
+            /* A branch back, or within a loop of several blocks being followed. */
+            if (pk_idle_track(s, done_start, s->cur_end, a, c, s->cur_insns)) return;
         } else {
             s->loop_start = 0xFFFFFFFFu;
         }
     }
-    if (s->native_on) pk_native_due(s);
+    if (s->native_on && s->cycles >= s->native_min) pk_native_due(s);
     if (s->cycles >= s->deadline) {
         s->stop_reason = STOP_DEADLINE;
         s->emu_stop(uc);

@@ -41,8 +41,12 @@ static int verdict(pk_state *s, uint32_t key, uint32_t end) {
 static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uint64_t insns, uint64_t blocks,
                      int multi) {
     uint32_t regs[16];
+    if (s->loop_have == 2) return 0; /* decided: this loop is not skipped */
     if (++s->loop_count < 2) return 0;
-    if (multi && s->loop_count > MULTI_TRIES) return 0;
+    if (multi && s->loop_count > MULTI_TRIES) {
+        s->loop_have = 2;
+        return 0;
+    }
     int v = verdict(s, key, end);
     if (v == 0) {
         s->loop_key = key;
@@ -50,7 +54,10 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         s->emu_stop(s->uc);
         return 1;
     }
-    if (v != 1 || cost == 0) return 0;
+    if (v != 1 || cost == 0) {
+        s->loop_have = 2;
+        return 0;
+    }
     for (int r = 0; r < 15; r++) s->reg_read(s->uc, s->regids[r], &regs[r]);
     s->reg_read(s->uc, s->apsr_regid, &regs[15]);
     if (s->loop_have && s->py_reads == s->loop_py_reads && memcmp(regs, s->loop_regs, sizeof regs) == 0) {
@@ -120,5 +127,6 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
         return 0;
     }
     s->loop_start = 0xFFFFFFFFu;
+    s->loop_end = 0;
     return 0;
 }

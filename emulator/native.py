@@ -153,6 +153,7 @@ class PkState(ctypes.Structure):
         ("loop_acc_blocks", ctypes.c_uint32),
         ("loop_key", ctypes.c_uint32),
         ("systick", ctypes.c_void_p),  # pk_systick (peripherals/systick_fast.c)
+        ("native_min", ctypes.c_uint64),
     ]
 
 
@@ -210,6 +211,7 @@ def load() -> ctypes.CDLL:
     lib.pk_native_next.restype = ctypes.c_uint64
     lib.pk_native_next.argtypes = [ctypes.c_void_p]
     lib.pk_native_due.argtypes = [ctypes.c_void_p]
+    lib.pk_native_changed.argtypes = [ctypes.c_void_p]
     lib.pk_sizeof_pka.restype = ctypes.c_uint32
     lib.pk_sizeof_systick.restype = ctypes.c_uint32
     lib.pk_systick_fire.argtypes = [ctypes.c_void_p]

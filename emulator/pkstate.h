@@ -111,6 +111,7 @@ typedef struct {
     uint32_t loop_acc_cost, loop_acc_insns, loop_acc_blocks;
     uint32_t loop_key;          /* verdict_addr of the loop being checked: start, or start | 1 */
     void *systick;              /* pk_systick (peripherals/systick_fast.c), or NULL */
+    uint64_t native_min;        /* no native device event before this cycle (0: look again) */
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -125,6 +126,7 @@ int pk_would_wake(const pk_nvic *n);
 void pk_pend(pk_state *s, uint32_t exc);
 uint64_t pk_native_next(pk_state *s);
 void pk_native_due(pk_state *s);
+void pk_native_changed(pk_state *s);
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* idle.c */
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);

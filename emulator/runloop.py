@@ -98,7 +98,10 @@ class RunLoop:
         return min(times) if times else None
 
     def run_due(self) -> None:
-        """Fire every device event due now: native devices', then the clock's."""
+        """Fire every device event due now: native devices', then the clock's. Their
+        state may have been set from outside (a debugger, a restored snapshot): look
+        at it afresh."""
+        self.core.lib.pk_native_changed(self.core.state_ref)
         self.core.lib.pk_native_due(self.core.state_ref)
         self.clock.run_due()
 

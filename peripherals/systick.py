@@ -87,6 +87,7 @@ class SysTick(Peripheral):
         self.ref_hz = reference_clock_hz
         self.state = SysTickState(hz=clock.hz, ref_hz=reference_clock_hz or 0, next=NO_EVENT)
         self._event: Event | None = None
+        self._lib: ctypes.CDLL | None = None  # the fast path, once a machine attaches it
         self.reset()
 
     def attach_events(self, lib: ctypes.CDLL, core: int, irq_exc: int) -> int:
@@ -99,6 +100,7 @@ class SysTick(Peripheral):
         st.core = core
         st.irq_exc = irq_exc
         st.fast_on = 1
+        self._lib = lib
         self._reschedule()
         return ctypes.addressof(st)
 
@@ -176,8 +178,9 @@ class SysTick(Peripheral):
         if n is None:
             return
         at = self._cycle_of_tick(n)
-        if self.state.fast_on:
+        if self.state.fast_on and self._lib is not None:
             self.state.next = at  # systick_fast.c fires it (pk_native_due)
+            self._lib.pk_native_changed(self.state.core)
         else:
             self._event = self.clock.schedule(at, self._reach_zero, "systick")
 
