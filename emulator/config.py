@@ -39,7 +39,7 @@ PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
     "systick": ("reference_clock_hz",),
     "nvic": (),
     "scb": ("cpuid",),
-    "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands"),
+    "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands", "clock_hz", "montmul_pair"),
 }
 PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 
