@@ -127,3 +127,11 @@ def test_pair_firmware_on_victor_does_one_montmul2_per_exponent_bit():
     result = run_job(load_config(PRESETS / "victor-radix16.yaml"), Job("rsa2048", "RSA-2048", "xrsa_pair.elf", 2048, "pka"))
     assert result.verified
     assert result.pka_operations["MONTMUL2"] == 2 * 1024
+
+
+def test_busy_times_docs_pka_md_quotes_for_the_presets():
+    quoted = {"fdfm-radix17.yaml": (30_254, 7_934), "fdfm-radix17-336mhz.yaml": (4_314, 1_132),
+              "victor-radix16.yaml": (1_030, 518), "montgomery-ksa.yaml": (974, 487)}
+    for preset, (len64, len32) in quoted.items():
+        pka = build_from(PRESETS / preset)
+        assert (pka.cycles_for("montmul", 64), pka.cycles_for("montmul", 32)) == (len64, len32), preset
