@@ -703,7 +703,8 @@ class Pka(Peripheral):
 
     # ------------------------------------------------------------- reports
     def snapshot(self) -> dict[str, int]:
-        regs = {reg.name: self.read(reg, 4) for reg in REGISTERS if REGISTERS[reg].access != "W1C"}
+        regs = {reg.name: self.read(reg, 4) for reg in REGISTERS
+                if REGISTERS[reg].access != "W1C" and (self.montmul_pair or reg not in PAIR_REGS)}
         return regs
 
     def stats(self) -> dict:
