@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import statistics
 import sys
 import tempfile
@@ -64,6 +65,7 @@ def main() -> None:
     args = ap.parse_args()
     sweep = grid(args.messages)
     n = len(expand(sweep))
+    print(f"load average at the start: {os.getloadavg()[0]:.1f} (2 cores, shared)")
     print(f"grid: {n} points (RSA-4096, xrsa_opt.elf, maxlen 2048/4096, digit 32/64, {args.messages} messages)")
     t0 = time.perf_counter()
     cached_key(None, 4096, 0)
@@ -91,6 +93,7 @@ def main() -> None:
           "goal >= 1.8x)")
     print(f"Dask, 2 worker processes: {dk:.2f} s; overhead per point over local --jobs 2: "
           f"{(dk - two) / n * 1e3:+.0f} ms")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def cli_error(capsys, path: Path) -> tuple[int, str]:
 def test_the_shipped_sweep_reads_and_expands_to_its_full_grid():
     sweep = read_sweep(SHIPPED)
     points = expand(sweep)
-    assert len(points) == 2 * 2 * 2 * 2 * 6  # firmware x key sizes x keys x maxlen x widths
+    assert len(points) == 2 * 2 * 2 * 2 * 7  # firmware x key sizes x keys x maxlen x widths
     assert sweep.plot_x == "pka.digit_bits" and sweep.goal == {"key_bits": 4096, "ops_per_s": 10}
     assert {p.algorithm for p in points if p.key_bits == 4096} == {"xRSA", "native"}
 

@@ -42,26 +42,33 @@ def plot(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     written = []
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(11, 5.5))
     for i, (key, members) in enumerate(sorted(_curves(sweep, rows, ()).items(), key=lambda kv: str(kv[0]))):
-        ax.plot([g[sweep.plot_x] for g in members], [g["ops_per_s"] for g in members], marker="o",
-                color=f"C{i}", linestyle="--" if dict(key).get("key_bits") == 2048 else "-", label=_name(key))
+        native = dict(key).get("algorithm") == "native"  # drawn hollow and dotted: it may lie on xRSA's line
+        ax.plot([g[sweep.plot_x] for g in members], [g["ops_per_s"] for g in members],
+                marker="s" if native else "o", markersize=9 if native else 5, fillstyle="none" if native else "full",
+                color=f"C{i}", linestyle=":" if native else ("--" if dict(key).get("key_bits") == 2048 else "-"),
+                label=_name(key))
     if sweep.goal:
         ax.axhline(sweep.goal["ops_per_s"], color="0.3", linestyle=":", linewidth=1)
-        ax.text(ax.get_xlim()[0], sweep.goal["ops_per_s"] * 1.05, f" goal {sweep.goal['ops_per_s']:g} ops/s",
-                fontsize="small", color="0.3")
+        ax.annotate(f"goal {sweep.goal['ops_per_s']:g} ops/s", (1, sweep.goal["ops_per_s"]),
+                    xycoords=("axes fraction", "data"), xytext=(-4, 3), textcoords="offset points",
+                    ha="right", fontsize="small", color="0.3")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     xs = sorted({r[sweep.plot_x] for r in rows})
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])
     ax.set_xlabel(sweep.plot_x)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(v)[0] in "25" else ""))
     ax.set_ylabel("private-key operations per second (log)")
     ax.set_title(f"{sweep.name}: throughput against {sweep.plot_x}")
     ax.grid(which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     fig.tight_layout()
     written.append(_save(fig, out / "ops_per_s.png"))
     plt.close(fig)

@@ -77,11 +77,12 @@ def goal_answers(sweep: Sweep, rows: list[dict[str, Any]]) -> list[dict[str, Any
     if not sweep.goal or not sweep.plot_x:
         return []
     target, bits = sweep.goal["ops_per_s"], sweep.goal.get("key_bits")
+    chosen = [g for g in groups(sweep, rows) if bits is None or g["key_bits"] == bits]
+    names = [c for c in group_columns(sweep, rows) if c != sweep.plot_x
+             and (c == "algorithm" or len({g[c] for g in chosen}) > 1)]  # what tells the curves apart
     curves: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for g in groups(sweep, rows):
-        if bits is None or g["key_bits"] == bits:
-            curves[tuple((k, v) for k, v in g.items() if k in group_columns(sweep, rows) and k != sweep.plot_x)
-                   ].append(g)
+    for g in chosen:
+        curves[tuple((c, g[c]) for c in names)].append(g)
     out = []
     for key, members in curves.items():
         members.sort(key=lambda g: g[sweep.plot_x])
