@@ -46,16 +46,33 @@ def grid(messages: int):
                                                         ChipAxis("pka.digit_bits", (32, 64))))
 
 
-def timed(sweep, engine, folder: Path, name: str) -> float:
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a live process (/proc/PID/stat fields 14 and 15)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(sweep, engine, folder: Path, name: str) -> tuple[float, float]:
+    """Wall seconds of the sweep and, for the local engine, its workers' CPU seconds
+    (read as each point finishes, while the workers are alive)."""
     cache = ResultCache(folder / f"{name}.sqlite")
     cached_key(cache, 4096, 0)  # the key: made once per process (lru_cache), stored in this cache
     points = expand(sweep)
+    cpu: dict[int, float] = {}
+
+    def sample(n: int, cached: bool) -> None:
+        for pid in getattr(engine, "workers", []):
+            cpu[pid] = max(cpu.get(pid, 0.0), _cpu_seconds(pid))
+
     start = time.perf_counter()
-    run = run_sweep(sweep, points, engine, cache)
+    run = run_sweep(sweep, points, engine, cache, sample)
     wall = time.perf_counter() - start
     assert run.computed == len(points) and run.failed == 0, run.errors
     cache.close()
-    return wall
+    return wall, sum(cpu.values())
 
 
 def main() -> None:
@@ -70,27 +87,35 @@ def main() -> None:
     t0 = time.perf_counter()
     cached_key(None, 4096, 0)
     print(f"making the RSA-4096 key (once): {time.perf_counter() - t0:.1f} s")
-    ones, twos, ratios = [], [], []
+    ones, twos, ratios, cpus = [], [], [], {1: [], 2: []}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for r in range(args.rounds):
-            one = timed(sweep, LocalEngine(1), folder, f"j1-{r}")
-            two = timed(sweep, LocalEngine(2), folder, f"j2-{r}")
+            one, cpu1 = timed(sweep, LocalEngine(1), folder, f"j1-{r}")
+            two, cpu2 = timed(sweep, LocalEngine(2), folder, f"j2-{r}")
             ones.append(one)
             twos.append(two)
             ratios.append(one / two)
-            print(f"round {r + 1}: --jobs 1 {one:.2f} s, --jobs 2 {two:.2f} s, speed-up {one / two:.2f}x")
+            cpus[1].append(cpu1)
+            cpus[2].append(cpu2)
+            print(f"round {r + 1}: --jobs 1 {one:.2f} s ({cpu1 / one:.2f} cores busy), --jobs 2 {two:.2f} s "
+                  f"({cpu2 / two:.2f} cores busy), speed-up {one / two:.2f}x")
         from distributed import LocalCluster
 
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
             engine = DaskEngine(cluster.scheduler_address)
-            dask = [timed(sweep, engine, folder, f"dask-{r}") for r in range(args.rounds)]
+            dask = [timed(sweep, engine, folder, f"dask-{r}")[0] for r in range(args.rounds)]
             engine.close()
     one, two, dk = statistics.median(ones), statistics.median(twos), statistics.median(dask)
-    print(f"local --jobs 1: {one:.2f} s ({one / n * 1e3:.0f} ms per point)")
-    print(f"local --jobs 2: {two:.2f} s ({two / n * 1e3:.0f} ms per point)")
+    c1, c2 = statistics.median(cpus[1]), statistics.median(cpus[2])
+    print(f"local --jobs 1: {one:.2f} s ({one / n * 1e3:.0f} ms per point; workers' CPU {c1 / n * 1e3:.0f} ms "
+          "per point)")
+    print(f"local --jobs 2: {two:.2f} s ({two / n * 1e3:.0f} ms per point; workers' CPU {c2 / n * 1e3:.0f} ms "
+          "per point)")
     print(f"speed-up of --jobs 2 over --jobs 1: {statistics.median(ratios):.2f}x (median of {args.rounds} rounds; "
           "goal >= 1.8x)")
+    print(f"CPU the sweep got: {c1 / one:.2f} cores with --jobs 1, {c2 / two:.2f} with --jobs 2 (a shared "
+          "machine with autogroup scheduling gives each session its share, however many processes it runs)")
     print(f"Dask, 2 worker processes: {dk:.2f} s; overhead per point over local --jobs 2: "
           f"{(dk - two) / n * 1e3:+.0f} ms")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")

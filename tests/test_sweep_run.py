@@ -64,6 +64,13 @@ def test_every_point_runs_and_matches_python_integers(local_table):
     assert [r["point"] for r in run.rows] == list(range(8))
 
 
+def test_per_function_cycles_come_from_the_profiler(local_table):
+    run, _ = local_table
+    for r in run.rows:  # the shipped sweep asks for pka_run and crt_exp
+        assert r["pka_run.calls"] > 0 and 0 < r["pka_run.exclusive"] <= r["pka_run.inclusive"]
+        assert r["crt_exp.calls"] == 2 and r["crt_exp.inclusive"] <= r["cycles"]
+
+
 def test_a_wider_digit_takes_fewer_cycles(local_table):
     run, _ = local_table
     by = {(r["pka.maxlen"], r["pka.digit_bits"], r["message"]): r["cycles"] for r in run.rows}
