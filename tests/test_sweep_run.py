@@ -71,6 +71,18 @@ def test_per_function_cycles_come_from_the_profiler(local_table):
         assert r["crt_exp.calls"] == 2 and r["crt_exp.inclusive"] <= r["cycles"]
 
 
+def test_the_default_chip_point_gives_the_bench_figure(local_table, config, build_dir):
+    """maxlen 2048 with 32-bit digits is the default chip; the firmware is constant-time,
+    so the sweep's random keys take the cycles of the bench's fixed key."""
+    from emulator.bench import JOBS, run_job
+
+    bench = run_job(config, next(j for j in JOBS if j.key == "rsa2048-pka"), build_dir)
+    run, _ = local_table
+    point = [r for r in run.rows if r["pka.maxlen"] == 2048 and r["pka.digit_bits"] == 32]
+    assert {r["cycles"] for r in point} == {bench.cycles}
+    assert {r["pka_ops"] for r in point} == {sum(bench.pka_operations.values())}
+
+
 def test_a_wider_digit_takes_fewer_cycles(local_table):
     run, _ = local_table
     by = {(r["pka.maxlen"], r["pka.digit_bits"], r["message"]): r["cycles"] for r in run.rows}
@@ -90,6 +102,25 @@ def test_an_extended_grid_computes_only_its_new_points(local_table):
     sweep = reduced(widths=(32, 64, 128))
     more = run_sweep(sweep, expand(sweep), LocalEngine(2), ResultCache(tmp / "c.sqlite"))
     assert more.computed == 4 and more.cached == 8 and more.failed == 0
+
+
+def test_the_command_writes_tables_summary_and_plots_from_the_cache(local_table, tmp_path, capsys):
+    from emulator.cli import main
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"chip: {SHIPPED.parent.parent / 'ciu98320b.yaml'}\n"
+                    "axes: {firmware: [xrsa_opt.elf], key_bits: [2048], messages: 2,\n"
+                    "       chip: {pka.maxlen: [2048, 4096], pka.digit_bits: [32, 64]}}\n"
+                    "functions: [pka_run, crt_exp]\ngoal: {key_bits: 2048, ops_per_s: 30}\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--cache", str(local_table[1] / "c.sqlite"), "--out", str(out)]) == 0
+    assert "8 points: 0 computed, 8 from the cache, 0 failed" in capsys.readouterr().err
+    assert pq.read_table(out / "results.parquet").num_rows == 8
+    assert (out / "results.csv").read_text().count("\n") == 9
+    summary = (out / "summary.md").read_text()
+    assert "pka.maxlen 2048, algorithm CRT: **pka.digit_bits = 64**" in summary
+    assert (out / "ops_per_s.png").stat().st_size
+    assert not (out / "ratio_4096_2048.png").exists()  # one key size: no ratio to draw
 
 
 def test_dask_gives_the_same_table_as_local_processes(local_table, cluster, tmp_path):
