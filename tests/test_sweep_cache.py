@@ -6,6 +6,9 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 
+import pytest
+
+from emulator.errors import OutputError
 from emulator.sweep.cache import ResultCache
 
 
@@ -62,3 +65,10 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     cache = ResultCache(path)
     assert len(cache) == 160
     assert all(cache.get(f"{n}-{i}") == {"writer": n, "i": i} for n in range(4) for i in range(40))
+
+
+def test_a_cache_that_cannot_be_created_is_exit_74(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutputError, match="cannot create the result cache") as err:
+        ResultCache(tmp_path / "file" / "c.sqlite")
+    assert err.value.exit_code == 74

@@ -224,3 +224,13 @@ def test_ctrl_c_ends_the_command_with_130_and_the_finished_rows(tmp_path, build_
     assert "interrupted:" in err and "Traceback" not in err
     rows = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
     assert 0 < len(rows) < 16 and all(r["verified"] for r in rows)
+
+
+def test_a_worker_with_another_pkasim_refuses_the_point(local_table):
+    from emulator.sweep.engines import run_guarded
+    from emulator.sweep.runner import tasks_for
+
+    sweep = reduced()
+    _, task, _ = tasks_for(sweep, expand(sweep)[:1], ResultCache(local_table[1] / "c.sqlite"))[0]
+    result, error = run_guarded(dataclasses.replace(task, version="0.0.1+elsewhere"))
+    assert result is None and "the sweep expects 0.0.1+elsewhere" in error

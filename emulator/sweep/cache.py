@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import OutputError
+
 log = logging.getLogger("pkasim.sweep")
 BUSY_TIMEOUT_MS = 60_000
 _SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL)"
@@ -36,6 +38,10 @@ class ResultCache:
         self.rejected = 0  # rows found bad and dropped in this session
         try:
             self._db = self._open()
+        except sqlite3.OperationalError as exc:  # cannot open or create it: not a damaged file
+            raise OutputError(f"{self.path}: cannot open the result cache: {exc}") from None
+        except OSError as exc:
+            raise OutputError(f"{self.path}: cannot create the result cache: {exc.strerror or exc}") from None
         except sqlite3.DatabaseError as exc:
             aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
             log.warning("%s: not a usable result cache (%s); moved to %s, starting a new one", self.path, exc, aside)
@@ -85,14 +91,18 @@ class ResultCache:
 
     def put(self, key: str, result: dict[str, Any]) -> None:
         value = json.dumps(result, sort_keys=True, separators=(",", ":"))
-        self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.execute("INSERT OR REPLACE INTO results (key, value, checksum) VALUES (?, ?, ?)",
-                             (key, value, _checksum(key, value)))
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("INSERT OR REPLACE INTO results (key, value, checksum) VALUES (?, ?, ?)",
+                                 (key, value, _checksum(key, value)))
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:  # a full disk, a file gone read-only: the sweep cannot keep its results
+            raise OutputError(f"{self.path}: cannot write the result cache: {exc}") from None
 
     def __len__(self) -> int:
         return self._db.execute("SELECT count(*) FROM results").fetchone()[0]

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..bench import Job, run_job
 from ..config import ChipConfig
+from ..errors import PkasimError
 from ..rsakey import RsaKey
 
 RESULT_SCHEMA = "pkasim.sweep.point/1"  # the layout of a stored result; bump to drop old entries
@@ -37,6 +38,7 @@ class Task:
     key: RsaKey
     message: int
     profile: bool
+    version: str  # the pkasim the cache key was made with: a worker running another refuses
 
 
 @lru_cache(maxsize=1)
@@ -66,7 +68,7 @@ def cache_key(task: Task, description: Any) -> str:
     chip description, the inputs (key and message), whether the profiler ran, the
     result layout and the pkasim version."""
     what = {
-        "schema": RESULT_SCHEMA, "version": pkasim_version(), "elf": task.elf_sha256,
+        "schema": RESULT_SCHEMA, "version": task.version, "elf": task.elf_sha256,
         "chip": description, "key": [task.key.nbits, task.key.e, str(task.key.p), str(task.key.q)],
         "message": str(task.message), "profile": task.profile,
     }
@@ -91,6 +93,9 @@ def run_point(task: Task) -> dict[str, Any]:
     """Run one point; the measured figures as plain data (what the cache stores)."""
     from ..profiler import Profiler
 
+    if task.version != pkasim_version():
+        raise PkasimError(f"this worker runs pkasim {pkasim_version()}, the sweep expects {task.version}: "
+                          "install the same pkasim on every worker")
     profiler = Profiler() if task.profile else None
     path = _image_file(task)
     job = Job(key=task.image, label=task.image, image=str(path), nbits=task.key.nbits, engine="pka")

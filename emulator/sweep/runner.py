@@ -18,7 +18,7 @@ from ..errors import LoadError
 from .cache import ResultCache
 from .grid import Point
 from .keys import cached_key, sweep_message
-from .point import Task, cache_key
+from .point import Task, cache_key, pkasim_version
 from .spec import Sweep
 
 
@@ -53,7 +53,7 @@ def tasks_for(sweep: Sweep, points: list[Point], cache: ResultCache | None = Non
         data, sha = _elf(p.image, elves)
         key = cached_key(cache, p.key_bits, p.key)
         task = Task(config=p.chip.config, elf=data, elf_sha256=sha, image=p.firmware, key=key,
-                    message=sweep_message(key, p.message), profile=bool(sweep.functions))
+                    message=sweep_message(key, p.message), profile=bool(sweep.functions), version=pkasim_version())
         out.append((p, task, cache_key(task, p.chip.description)))
     return out
 
