@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run a grid of chips, images, key sizes and keys; tables, plots, summary")
     p.add_argument("sweep", metavar="SWEEP.yaml", help="the sweep file (e.g. configs/sweeps/rsa4096-10ops.yaml)")
     p.add_argument("--jobs", "-j", type=_jobs, default=None,
-                   help=f"worker processes of the local engine (default: every core, {os.cpu_count()} here)")
+                   help="worker processes of the local engine (default: every core this process may use)")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
                    help="local: a process pool here (default); dask: a Dask cluster (--scheduler)")
     p.add_argument("--scheduler", metavar="ADDR", help="the Dask scheduler's address (tcp://host:8786)")

@@ -54,6 +54,14 @@ def run_guarded(task: Task) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"internal error: {type(exc).__name__}: {exc}"
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -62,7 +70,7 @@ class LocalEngine:
     name = "local"
 
     def __init__(self, jobs: int | None = None) -> None:
-        self.jobs = jobs or os.cpu_count() or 1
+        self.jobs = jobs or cores()
         self.workers: list[int] = []  # the pids of the current pool (the tests kill one)
 
     def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
