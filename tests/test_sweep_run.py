@@ -97,6 +97,17 @@ def test_a_second_run_computes_no_point(local_table):
     assert again.rows == local_table[0].rows
 
 
+def test_a_damaged_cache_entry_is_computed_again(local_table):
+    _, tmp = local_table
+    with sqlite3.connect(tmp / "c.sqlite") as db:
+        db.execute("UPDATE results SET value = replace(value, '\"cycles\":', '\"cycles\":1') WHERE key = ?",
+                   (local_table[0].rows[0]["cache_key"],))
+    sweep = reduced()
+    again = run_sweep(sweep, expand(sweep), LocalEngine(2), ResultCache(tmp / "c.sqlite"))
+    assert again.computed == 1 and again.cached == 7
+    assert again.rows == local_table[0].rows
+
+
 def test_an_extended_grid_computes_only_its_new_points(local_table):
     _, tmp = local_table
     sweep = reduced(widths=(32, 64, 128))
@@ -143,6 +154,19 @@ class _Lines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
+
+
+def test_the_command_runs_on_a_dask_scheduler(cluster, tmp_path, capsys):
+    from emulator.cli import main
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"chip: {SHIPPED.parent.parent / 'ciu98320b.yaml'}\n"
+                    "axes: {firmware: [xrsa_opt.elf], key_bits: [2048], chip: {pka.digit_bits: [32, 64]}}\n")
+    argv = ["sweep", str(path), "--engine", "dask", "--scheduler", cluster.scheduler_address,
+            "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "out"), "--no-plots"]
+    assert main(argv) == 0
+    assert "2 points: 2 computed, 0 from the cache, 0 failed" in capsys.readouterr().err
+    assert pq.read_table(tmp_path / "out" / "results.parquet").column("verified").to_pylist() == [True, True]
 
 
 def test_a_killed_local_worker_loses_no_point(local_table, tmp_path):
