@@ -38,12 +38,12 @@ def _jobs(text: str) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run a grid of chips, images, key sizes and keys; tables, plots, summary")
     p.add_argument("sweep", metavar="SWEEP.yaml", help="the sweep file (e.g. configs/sweeps/rsa4096-10ops.yaml)")
-    p.add_argument("--jobs", "-j", type=_jobs, default=None,
+    p.add_argument("--jobs", "-j", metavar="N", type=_jobs, default=None,
                    help="worker processes of the local engine (default: every core this process may use)")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
                    help="local: a process pool here (default); dask: a Dask cluster (--scheduler)")
     p.add_argument("--scheduler", metavar="ADDR", help="the Dask scheduler's address (tcp://host:8786)")
-    p.add_argument("--out", metavar="DIR", help="where the tables, plots and summary go (default: sweep-NAME/)")
+    p.add_argument("--out", metavar="DIR", help="where the tables, plots and summary go (default: sweep-STEM/, after SWEEP.yaml)")
     p.add_argument("--cache", metavar="FILE",
                    help="the result cache (SQLite; default: ~/.cache/pkasim/sweep.sqlite, or $PKASIM_CACHE)")
     p.add_argument("--no-plots", action="store_true", help="tables and summary only")
