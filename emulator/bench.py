@@ -104,19 +104,25 @@ def _set_u32(m: Machine, symbol: str, value: int) -> None:
 
 
 def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
-            progress: Callable[[int], None] | None = None, totals: dict[str, int] | None = None) -> JobResult:
+            progress: Callable[[int], None] | None = None, totals: dict[str, int] | None = None,
+            key: RsaKey | None = None, msg: int | None = None,
+            attach: Callable[[Machine], None] | None = None) -> JobResult:
     """One private-key operation of ``job`` on ``config``, measured and verified.
     ``totals``, when given, receives the cycles and instructions of the whole run
-    (reset to exit), the run ``wall_seconds`` times."""
+    (reset to exit), the run ``wall_seconds`` times. ``key`` and ``msg`` replace the
+    bench's fixed key and message (``pkasim sweep``'s random keys and inputs);
+    ``attach`` adds observers (a profiler) to the loaded machine before it runs."""
     path = build_dir / job.image
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(path)
     for sym in ("rsa_input_key", "rsa_input_msg", "rsa_output", "rsa_private"):
         m.image.symbol(sym)  # a clear error if the image is not an RSA image
-    key = RsaKey.unpack(m.read_symbol("rsa_input_key", initial=True)) if job.nbits == 4096 else demo_key(job.nbits)
+    if key is None:
+        key = RsaKey.unpack(m.read_symbol("rsa_input_key", initial=True)) if job.nbits == 4096 else demo_key(job.nbits)
     if key.nbits != job.nbits:
         raise LoadError(f"{path}: built-in key is RSA-{key.nbits}, expected RSA-{job.nbits}")
-    msg = _message(key)
+    if msg is None:
+        msg = _message(key)
     m.write_symbol("rsa_input_key", key.pack())
     m.write_symbol("rsa_input_msg", msg.to_bytes(job.nbits // 8, "big"))
     _set_u32(m, "rsa_op", 0)
@@ -124,6 +130,8 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
     _set_u32(m, "core_clock_hz", config.core.clock_hz)
     budget = BUDGET_SECONDS * config.core.clock_hz
     pka = m.peripherals.get("pka")
+    if attach is not None:
+        attach(m)
 
     wall = time.perf_counter()
     first = m.run(until="rsa_private", max_cycles=budget, progress=progress)
