@@ -40,6 +40,7 @@ PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
     "nvic": (),
     "scb": ("cpuid",),
     "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands", "clock_hz", "montmul_pair"),
+    "usb": ("oscillator",),
 }
 PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 
@@ -484,6 +485,7 @@ _MODELS = {
     "nvic": ("peripherals.nvic", "Nvic"),
     "scb": ("peripherals.scb", "Scb"),
     "pka": ("peripherals.pka", "Pka"),
+    "usb": ("peripherals.usb", "Usb"),
 }
 # Every ARMv6-M core has an NVIC and an SCB at these addresses (ARMv6-M ARM B3.4,
 # B3.2); a chip file that does not list them still gets them, under these names.

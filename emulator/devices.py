@@ -70,4 +70,8 @@ def _build_extra(config: ChipConfig, pc: PeripheralConfig, clock: Clock, irq: Ca
         from peripherals.pka import Pka
 
         return Pka.from_config(pc, clock=clock, irq=irq or (lambda: None))
+    if pc.type == "usb":
+        from peripherals.usb import Usb
+
+        return Usb.from_config(pc, clock=clock, irq=irq or (lambda: None))
     raise LoadError(f"{config.source}: peripherals.{pc.name}: type '{pc.type}' has no model")
