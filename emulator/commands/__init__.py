@@ -3,6 +3,7 @@
 Each module offers ``add_parser(subparsers)`` and ``main(args, console) -> int``.
 """
 
-from . import diff, profile, regress, sweep
+from . import apdu, diff, profile, regress, sign, sweep, usb
 
-COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "sweep": sweep}
+COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "sweep": sweep, "usb": usb, "sign": sign,
+            "apdu": apdu}

@@ -129,8 +129,15 @@ class UsbHost:
         """Call back at the start of the frame ``ms`` frames from now (host timers)."""
         self._timers.append((self._frame.start_ns + ms * FRAME_NS, callback))
 
+    def _nak_period(self, txn: Txn) -> float:
+        return wire.ns(self._nak_bits(txn[0], txn[1] if txn[0] != "setup" else 0, txn[2] if txn[0] == "out" else b""))
+
     def _frame_start(self, n: int) -> None:
         start = n * FRAME_NS
+        tr = self._current
+        if tr is not None and tr.nak_since is not None and tr.txn is not None and self._pending is None:
+            # The retries that NAKed back to back until the end of the last frame.
+            tr.naks += max(0, math.floor((self._frame_end() - tr.nak_since) / self._nak_period(tr.txn)) - 1)
         self._frame = _Frame(n, start)
         self.stats.frames += 1
         self._frame_event = self._at(start + FRAME_NS, lambda: self._frame_start(n + 1), "usb-frame")
@@ -231,8 +238,7 @@ class UsbHost:
         if tr.nak_since is not None:
             if not self._device_ready(txn):
                 return  # still NAKing: the arm (or the next frame) will kick again
-            period = wire.ns(self._nak_bits(txn[0], txn[1] if txn[0] != "setup" else 0,
-                                            txn[2] if txn[0] == "out" else b""))
+            period = self._nak_period(txn)
             k = max(0, math.ceil((start - tr.nak_since) / period - 1e-9))
             start = tr.nak_since + k * period
             tr.naks += max(0, k - 1)  # slot 0 NAKed (counted then), slots 1..k-1 too, slot k goes

@@ -34,9 +34,9 @@ STATE_SYMBOL = "card_state"
 
 
 class CardError(PkasimError):
-    """The card or its firmware did not do what the host needs."""
+    """The card or its firmware did not do what the host needs (exit 1: the run failed)."""
 
-    exit_code = 65
+    exit_code = 1
 
 
 @dataclass
