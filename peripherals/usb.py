@@ -118,7 +118,10 @@ class Usb(Peripheral):
         for buf in self.buffers:
             buf[:] = bytes(PACKET)
         self.handshakes.clear()
-        self.oscillator.reset()
+        if self.clock.now == 0:
+            # At power-up only: a core reset later does not stop the oscillator, and
+            # the host's time mapping must not run backwards.
+            self.oscillator.reset()
 
     # ------------------------------------------------------------- interrupts
     def _raise(self, bits: int) -> None:

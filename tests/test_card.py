@@ -171,6 +171,12 @@ def test_a_long_command_sends_a_time_extension_every_100_ms(signed_4096) -> None
 
 
 # ------------------------------------------------------------------ PINs and errors
+def test_signing_without_a_key_is_6a88() -> None:
+    _, host = open_card()
+    host.verify(0x81, PW1)
+    _, sw, _ = host.send("PSO:CDS", apdu(0x00, 0x2A, 0x9E, 0x9A, bytes(51), le=0x10000), check=False)
+    assert sw == 0x6A88
+
 def test_a_wrong_pin_counts_down_and_the_right_one_restores_the_count(card) -> None:
     _, host = card
     assert host.verify(0x82, b"000000") == 0x63C2

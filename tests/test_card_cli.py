@@ -76,3 +76,14 @@ def test_apdu_refuses_a_line_that_is_not_hex(tmp_path: Path, capsys) -> None:
     f.write_text("00A40400\nxyz\n")
     assert run(["apdu", "--file", f]) == 65
     assert f"{f}:2: not hex" in capsys.readouterr().err
+
+
+def test_sign_on_an_untrimmed_fast_oscillator_reports_device_time_ahead_of_host_time(tmp_path: Path) -> None:
+    message, doc = tmp_path / "msg", tmp_path / "b.json"
+    message.write_bytes(b"fast clock")
+    assert run(["sign", "--key", KEY, "--message", message, "--json", doc,
+                "--config", ROOT / "configs" / "ciu98320b-usb2500.yaml"]) == 0
+    report = json.loads(doc.read_text())
+    b = report["breakdown"]
+    assert report["oscillator"]["error_ppm"] == 2500
+    assert (b["device_ms"] / b["total_ms"] - 1) * 1e6 == pytest.approx(2500, abs=1)

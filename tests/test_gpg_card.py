@@ -27,7 +27,7 @@ PCSCD_SOCKET = Path("/run/pcscd/pcscd.comm")
 
 
 def missing() -> str | None:
-    for tool in ("gpg", "gpgconf", "pcscd"):
+    for tool in ("gpg", "gpgconf", "pcscd", "pgrep"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (Debian: gnupg, pcscd; .ci/run installs them)"
     if not Path("/usr/lib/gnupg/scdaemon").exists() and shutil.which("scdaemon") is None:
@@ -48,7 +48,8 @@ def reader(tmp_path_factory):
     """pcscd (ours if none runs) and ``pkasim card`` serving card.elf to its vpcd."""
     tmp = tmp_path_factory.mktemp("gpgcard")
     pcscd = None
-    if not PCSCD_SOCKET.exists():
+    running = subprocess.run(["pgrep", "-x", "pcscd"], capture_output=True, check=False).returncode == 0
+    if not (running and PCSCD_SOCKET.exists()):  # none, or a stale socket: start ours
         pcscd = subprocess.Popen(["pcscd", "--foreground"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = tmp / "apdus.jsonl"
     card = subprocess.Popen([sys.executable, "-m", "emulator.cli", "card", str(CARD), "--state", str(tmp / "state"),
