@@ -159,7 +159,7 @@ class Machine:
         uc = self.core.uc
         wanted = self._wfis - self._loop.breakpoints
         for addr in set(self._wfi_hooks) - wanted:
-            uc.hook_del(self._wfi_hooks.pop(addr))
+            _ucmod.uclib.uc_hook_del(self.core.uch, ctypes.c_size_t(self._wfi_hooks.pop(addr)))  # a native hook
             uc.ctl_remove_cache(addr, addr + 2)
         for addr in sorted(wanted - set(self._wfi_hooks)):
             self._wfi_hooks[addr] = self.core.add_native_hook(UC_HOOK_CODE, self.core.lib.pk_wfi_hook, addr, addr).value

@@ -405,6 +405,7 @@ class RunLoop:
         core = self.core
         try:
             self.run_due()
+            self._sleep_step()
             if self.exc.take_pending():
                 return self.result(StopReason.STEP, message="exception entry")
             s = core.state
@@ -414,6 +415,9 @@ class RunLoop:
             self._mem_fault = None
             pc = core.pc
             self._bps.skip = pc
+            # A block translated earlier can run past the one-instruction count (seen
+            # entering a handler): translate the block at PC again for this step.
+            core.uc.ctl_remove_cache(pc, pc + 2)
             try:
                 self.emu(pc, 0xFFFFFFFF, count=1)
                 if s.stop_reason in (native.STOP_ALIGN, native.STOP_UNDEF) and \
@@ -434,11 +438,23 @@ class RunLoop:
                 self._handle_intr(self._py_stop[1], self._py_stop[2] & ~1)
             else:
                 self.settle(core.pc)
+                if core.pc == pc + 2 and self._halfword(pc) == INSN_WFI:
+                    core.sleeping = True  # as in a run: the next step sleeps until an interrupt wakes the core
             return self.result(StopReason.STEP)
         except Stop as stop:
             return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
         except Lockup as lk:
             return self.result(StopReason.LOCKUP, message=f"lockup: {lk.fault.cause}", lockup=lk.fault)
+
+    def _sleep_step(self) -> None:
+        """A step of a sleeping core sleeps until an interrupt wakes it, as a run
+        does (the wake-up and the exception entry or next instruction are one step),
+        so stepping and running reach the same cycle counts."""
+        core = self.core
+        while core.sleeping:
+            at = self.next_event()
+            self._sleep_until(at if at is not None else NO_DEADLINE)
+            self.run_due()
 
     # ------------------------------------------------------------------ breakpoints
     @property
