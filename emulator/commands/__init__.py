@@ -3,6 +3,6 @@
 Each module offers ``add_parser(subparsers)`` and ``main(args, console) -> int``.
 """
 
-from . import diff, profile, regress
+from . import debug, diff, profile, regress
 
-COMMANDS = {"profile": profile, "diff": diff, "regress": regress}
+COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "debug": debug}
