@@ -104,7 +104,8 @@ class Debugger:
         self.watchpoints: dict[int, Watchpoint] = {}
         self._next_number = 1
         self.last_stop: Stop | None = None
-        self.stop_cycles = machine.cycles  # the cycle count at the previous stop
+        self.stop_cycles = machine.cycles  # the cycle count at the last stop
+        self.since_cycles = machine.cycles  # ... and at the stop before it (the views show the difference)
         self.previous_regs = machine.registers()  # the registers at the previous stop
         self.history: list[str] = []
         self.evaluate = Evaluator(self._register_value, self._symbol, machine.read_u32, machine.read_memory)
@@ -171,8 +172,8 @@ class Debugger:
             (("pka",), lambda a: views.pka(self.machine), "pka: PKA registers, state and operands in PKA RAM"),
             (("systick",), lambda a: views.systick(self.machine), "systick: SysTick registers"),
             (("nvic",), lambda a: views.nvic(self.machine), "nvic: pending and active exceptions"),
-            (("cycles", "time"), lambda a: [views.time_line(self.machine, self.stop_cycles)],
-             "cycles: the cycle counter, cycles since the last stop, modeled time"),
+            (("cycles", "time"), lambda a: [views.time_line(self.machine, self.since_cycles)],
+             "cycles: the cycle counter, cycles the last command took, modeled time"),
             (("reverse-stepi", "rsi"), self.cmd_reverse_stepi, "reverse-stepi [N]: back N instructions"),
             (("reverse-step", "rs"), self.cmd_reverse_step, "reverse-step: back to the previous source line"),
             (("reverse-continue", "rc"), self.cmd_reverse_continue,
@@ -257,8 +258,8 @@ class Debugger:
             text = self.info.source(src.file)
             if text and 0 < src.line <= len(text):
                 lines.append(f"{src.line}\t{text[src.line - 1].strip()}")
-        lines.append(views.time_line(m, self.stop_cycles))
-        self.stop_cycles = m.cycles
+        self.since_cycles, self.stop_cycles = self.stop_cycles, m.cycles
+        lines.append(views.time_line(m, self.since_cycles))
         return lines
 
     def _after(self, stop: Stop) -> list[str]:
@@ -552,7 +553,7 @@ class Debugger:
             "stack": lambda: views.backtrace(self.machine, self.info),
             "pka": lambda: views.pka(self.machine), "systick": lambda: views.systick(self.machine),
             "nvic": lambda: views.nvic(self.machine),
-            "cycles": lambda: [views.time_line(self.machine, self.stop_cycles)],
+            "cycles": lambda: [views.time_line(self.machine, self.since_cycles)],
             "history": self._history_lines,
         }
         keys = [k for k in table if k.startswith(what)] if what else []
