@@ -442,18 +442,26 @@ class TimeTravel:
         for addr, size, mode in watches:
             kinds = (UC_HOOK_MEM_READ if "r" in mode else 0) | (UC_HOOK_MEM_WRITE if "w" in mode else 0)
             handles.append(core.uc.hook_add(kinds, on_access, begin=addr, end=addr + max(size, 1) - 1))
+        ends = [op.end for op in self._ops]
+        out: list = []
         try:
-            k = bisect.bisect_left([op.end for op in self._ops], cur)
-            self.goto(k)
+            seg_end = cur
+            while seg_end > self._origin:  # one snapshot interval at a time, newest first
+                hits.clear()
+                pending_watch.clear()
+                k = bisect.bisect_left(ends, seg_end)
+                self.goto(k)
+                out = [h for h in hits if h[0] < seg_end]
+                out += [((n, -1), WATCHPOINT, what) for n, what in pending_watch if n <= seg_end[0]]
+                if out:
+                    break
+                seg_end = self._keys[self._snap_at_or_before(self._ops[k].start)]
         finally:
             for h in handles:
                 m.remove_instruction_hook(h)
             core.flush_translations()
-        out = [h for h in hits if h[0] < cur]
-        for n, what in pending_watch:
-            if n <= cur[0]:
-                out.append(((n, -1), WATCHPOINT, what))
-        return [self._watch_position(h) if h[0][1] < 0 else h for h in out]
+        out = [self._watch_position(h) if h[0][1] < 0 else h for h in out]
+        return [h for h in out if h[0] < cur]
 
     def _watch_position(self, hit: tuple) -> tuple:
         """A watched access's stop: the boundary after the accessing instruction."""
