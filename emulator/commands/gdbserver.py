@@ -60,12 +60,16 @@ def main(args: argparse.Namespace, console: Console) -> int:
 
     if args.snapshot_interval < 1:
         raise ListenError("--snapshot-interval must be at least 1 cycle")
-    machine = build_machine(args)
-    target = Target(machine, interval_cycles=args.snapshot_interval, max_cycles=args.max_cycles or None)
     try:
         srv = listen(args.host, args.port)
     except OSError as exc:
         raise ListenError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    try:
+        machine = build_machine(args)
+        target = Target(machine, interval_cycles=args.snapshot_interval, max_cycles=args.max_cycles or None)
+    except BaseException:
+        srv.close()
+        raise
     host, port = srv.getsockname()[:2]
 
     def say(text: str) -> None:

@@ -130,15 +130,13 @@ class Target:
 
     # ------------------------------------------------------------------ running
     def _stop_info(self, stop: TtStop) -> StopInfo:
-        m = self.machine
         reason = stop.reason
         if reason == StopReason.EXIT.value:
             self.exited = stop.exit_code or 0
             return StopInfo(exit_code=self.exited, message=stop.message)
         if reason == StopReason.WATCHPOINT.value and stop.result is not None and stop.result.watch is not None:
             hit = stop.result.watch
-            return StopInfo(fields=f"{WATCH_FIELD[hit.watchpoint.kind]}:{hit.address:x};",
-                            message=hit.describe(m.describe))
+            return StopInfo(fields=f"{WATCH_FIELD[hit.watchpoint.kind]}:{hit.address:x};")  # gdb says the rest
         if reason == HISTORY_START:
             return StopInfo(fields="replaylog:begin;", message=stop.message)
         if reason == StopReason.LOCKUP.value:
@@ -192,7 +190,7 @@ class Target:
         finally:
             self._restore(ws)
         if stop.reason == "watchpoint":
-            return StopInfo(fields=self._watch_field(ws, stop.message), message=stop.message)
+            return StopInfo(fields=self._watch_field(ws, stop.message))
         return self._stop_info(stop)
 
     @staticmethod
@@ -204,7 +202,7 @@ class Target:
         except (IndexError, ValueError):
             return ""
         for w in ws:
-            if w.address <= addr < w.end or not ws:
+            if w.address <= addr < w.end:
                 return f"{WATCH_FIELD[w.kind]}:{addr:x};"
         return ""
 
