@@ -124,3 +124,24 @@ def test_a_port_in_use_is_one_line_and_exit_71(elf):
                                str(port)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 71
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_range_step_stops_at_the_first_instruction_outside_the_range(session, make_machine, elf):
+    server, c = session
+    m = server.target.machine
+    fn = m.image.symbol("crt_exp")
+    start, end = fn.address & ~1, (fn.address & ~1) + fn.size
+    assert c.ask(f"Z0,{start:x},2") == "OK"
+    assert c.ask("vCont;c") == "T05thread:1;"
+    assert c.ask(f"z0,{start:x},2") == "OK"
+    assert "r" in c.ask("vCont?").split(";")
+    assert c.ask(f"vCont;r{start:x},{end:x}:1;c") == "T05thread:1;"
+    ref = make_machine()
+    ref.load(elf("xrsa"))
+    ref.debugger_attached = True
+    assert ref.run(until=start).reason.value == "until"
+    ref.step()
+    while start <= ref.pc < end:
+        ref.step()
+    assert (m.pc, m.cycles, m.instructions) == (ref.pc, ref.cycles, ref.instructions)
+    assert not start <= m.pc < end

@@ -57,6 +57,13 @@ def _addr_len(text: str) -> tuple[int, int]:
     return addr, length
 
 
+def _addr_range(text: str) -> tuple[int, int]:
+    a, sep, b = text.partition(",")
+    if not sep:
+        raise Malformed("expected START,END")
+    return _hex_int(a), _hex_int(b)
+
+
 def _hex(data: bytes) -> str:
     return data.hex()
 
@@ -164,6 +171,18 @@ class Target:
             if interrupted():
                 return StopInfo(signal=SIGINT)
 
+    def range_step(self, start: int, end: int, interrupted: Callable[[], bool]) -> StopInfo:
+        """``vCont;r``: step once, then keep going while PC stays in [start, end). Run
+        at full speed with a code hook on every address outside the range (the first
+        one it reaches stops the run before executing it, as a breakpoint does), so a
+        loop inside one source line costs no round trip per instruction."""
+        first = self.tt.step()
+        m = self.machine
+        if first.reason != StopReason.STEP.value or not start <= m.pc < end:
+            return self._stop_info(first)
+        with _OutsideStop(m, start, end):
+            return self.cont(interrupted)
+
     def _lifted(self) -> list:
         """Machine watchpoints off while re-executing history (they would stop a replay)."""
         ws = self.machine.watchpoints
@@ -259,6 +278,38 @@ class Target:
         return "\n".join(out) + "\n"
 
 
+class _OutsideStop:
+    """Code hooks on everything outside [start, end) that stop a run before the first
+    instruction there (the native WFI hooks are lifted meanwhile: they would sleep
+    before a code hook sees the WFI)."""
+
+    def __init__(self, machine: Machine, start: int, end: int) -> None:
+        self.machine, self.start, self.end = machine, start, end
+        self.handles: list = []
+
+    def __enter__(self) -> _OutsideStop:
+        m = self.machine
+        loop = m._loop
+
+        def hook(address: int, size: int, cycle: int, number: int) -> None:
+            loop._on_breakpoint(address)
+
+        self.wfis, m._wfis = m._wfis, set()
+        m._place_wfi_hooks()
+        if self.start > 0:
+            self.handles.append(m.on_instructions(0, self.start, hook))
+        self.handles.append(m.on_instructions(self.end, 0xFFFFFFFF, hook))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        m = self.machine
+        for h in self.handles:
+            m.remove_instruction_hook(h)
+        m._wfis = self.wfis
+        m._place_wfi_hooks()
+        m.core.flush_translations()
+
+
 class Session:
     """One gdb connection: framing, acks, and the packet handlers."""
 
@@ -343,6 +394,7 @@ class Session:
 
     def _dispatch(self, data: bytes) -> None:
         text = data.decode("latin-1")
+        log.debug("<- %s", text[:120])
         try:
             reply = self.handle(text, data)
         except Malformed as exc:
@@ -357,6 +409,7 @@ class Session:
             log.error("internal error on packet %r: %s: %s", text[:40], type(exc).__name__, exc)
             reply = "E03"
         if reply is not None:
+            log.debug("-> %s", reply[:120])
             self.send(reply)
 
     def _stopped(self, info: StopInfo) -> str:
@@ -438,13 +491,16 @@ class Session:
         if head in ("Z", "z"):
             return self._breakpoint(head == "Z", text[1:])
         if text == "vCont?":
-            return "vCont;c;C;s;S"
+            return "vCont;c;C;s;S;r"
         if text.startswith("vCont;"):
             action = text[6:].split(";")[0].split(":")[0]
             if action[:1] in ("c", "C"):
                 return self._continue()
             if action[:1] in ("s", "S"):
                 return self._step()
+            if action[:1] == "r":
+                start, end = _addr_range(action[1:])
+                return self._range_step(start, end)
             raise Malformed(f"vCont action '{action}'")
         if head in ("c", "C"):
             self._resume_at(text[1:] if head == "c" else "")
@@ -476,6 +532,11 @@ class Session:
         if self.target.exited is not None:
             return self._stopped(StopInfo(exit_code=self.target.exited))
         return self._stopped(self.target.cont(self._interrupted))
+
+    def _range_step(self, start: int, end: int) -> str:
+        if self.target.exited is not None:
+            return self._stopped(StopInfo(exit_code=self.target.exited))
+        return self._stopped(self.target.range_step(start, end, self._interrupted))
 
     def _step(self) -> str:
         if self.target.exited is not None:
