@@ -169,6 +169,7 @@ class Watchpoints:
         if size <= 0 or address < 0 or address + size > 1 << 32:
             raise UsageError(f"watchpoint range 0x{address:x} + {size} is not a range of the 32-bit address space")
         w = Watchpoint(address, size, kind)
+        self.skip = None  # watchpoints changed (gdb re-inserts them at every resume): no pass
         if w in self._hooks:
             return w
         uc = self.core.uc
@@ -184,6 +185,7 @@ class Watchpoints:
 
     def remove(self, address: int, size: int, kind: str) -> bool:
         """Remove the watchpoint with exactly that range and kind; False if there is none."""
+        self.skip = None
         hooks = self._hooks.pop(Watchpoint(address, size, kind), None)
         if hooks is None:
             return False

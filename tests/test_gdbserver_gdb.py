@@ -68,7 +68,8 @@ def session(elf, reference):
             "break rsa_private", "continue", "info registers", "x/8wx key",
             "watch rsa_output[0]", "continue", "p/x $pc", "monitor cycles",
             "stepi", "p/x $pc", "reverse-stepi", "p/x $pc", "monitor cycles",
-            "reverse-stepi", "p/x $pc", "monitor cycles", "detach"])
+            "reverse-stepi", "p/x $pc", "monitor cycles",
+            "finish", "reverse-continue", "p/x $pc", "monitor cycles", "detach"])
         status, err = server.wait()
     finally:
         server.close()
@@ -121,3 +122,11 @@ def test_detach_ends_the_session_and_the_server(session):
     out, status, err = session
     assert "[Inferior 1 (Remote target) detached]" in out
     assert status == 0 and "gdb disconnected" in err
+
+
+def test_reverse_continue_goes_back_to_the_watched_write(session, reference):
+    out, _, _ = session
+    pcs = [int(v, 16) for v in values(out, "$pc")]
+    assert re.search(rf"Old value = {reference['new']} .*\nNew value = {reference['old']} ", out), out
+    assert pcs[4] == reference["write_pc"]
+    assert cycles(out)[3] == cycles(out)[2]
