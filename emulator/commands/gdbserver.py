@@ -14,7 +14,7 @@ import sys
 from rich.console import Console
 
 from ..config import load_config
-from ..errors import PkasimError
+from ..errors import EXIT_OS, PkasimError, UsageError
 from ..machine import Machine
 from .common import Guarded, add_run_options, parse_int, read_file, setup_semihosting
 
@@ -25,7 +25,7 @@ DEFAULT_INTERVAL = 1_000_000  # cycles between time-travel snapshots
 class ListenError(PkasimError):
     """The port cannot be listened on (in use, not allowed)."""
 
-    exit_code = 71  # EX_OSERR, as errors.EXIT_OS
+    exit_code = EXIT_OS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +59,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from ..debugger.gdbserver.server import Target, listen, serve
 
     if args.snapshot_interval < 1:
-        raise ListenError("--snapshot-interval must be at least 1 cycle")
+        raise UsageError("--snapshot-interval must be at least 1 cycle")
     try:
         srv = listen(args.host, args.port)
     except OSError as exc:
