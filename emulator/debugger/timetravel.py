@@ -269,6 +269,9 @@ class TimeTravel:
         bps = set(m.breakpoints)
         for a in bps:
             m.remove_breakpoint(a)
+        watches = list(getattr(m, "watchpoints", []))
+        for w in watches:
+            m.remove_watchpoint(w.address, w.size, w.kind)
         sh = m._sh
         saved = dict(sh.streams) if sh is not None else None
         if sh is not None:
@@ -280,6 +283,8 @@ class TimeTravel:
                 sh.streams = saved
             for a in bps:
                 m.add_breakpoint(a)
+            for w in watches:
+                m.add_watchpoint(w.address, w.size, w.kind)
 
     def _restore_for(self, k: int) -> int:
         """Restore the latest snapshot at or before op ``k``'s start; the first op to
@@ -466,9 +471,21 @@ class TimeTravel:
     def _watch_position(self, hit: tuple) -> tuple:
         """A watched access's stop: the boundary after the accessing instruction."""
         (n, _), reason, message = hit
-        k = next(i for i, op in enumerate(self._ops) if op.start[0] <= n <= op.end[0] and op.end[0] >= n)
-        op = self._ops[k]
-        if op.kind == "step" or n == op.end[0]:
-            return (op.end, reason, message)
-        self.goto(k, n, op.end[1])
+        self.goto_instruction(n)
         return (self.position, reason, message)
+
+    def goto_instruction(self, n: int) -> Stop:
+        """To the recorded point just before instruction number ``n`` executes (just
+        after instruction ``n - 1``; the end of the op that executed it if no
+        instruction follows in the history)."""
+        if not self._ops or not self.oldest[0] <= n <= self.head[0]:
+            raise TimeTravelError(f"instruction {n:,} is not in the recorded history")
+        k = next(i for i, op in enumerate(self._ops) if op.start[0] <= n <= op.end[0])
+        op = self._ops[k]
+        if n == op.start[0] and k > 0 and self._ops[k - 1].end[0] == n:
+            k, op = k - 1, self._ops[k - 1]
+        if op.kind == "step" or n == op.end[0]:
+            self.goto(k)
+        else:
+            self.goto(k, n, op.end[1])
+        return self._here(StopReason.STEP.value)
