@@ -172,3 +172,27 @@ def test_reverse_commands_say_so_when_reverse_execution_is_off(make_machine, elf
     m.load(elf("xrsa"))
     d = Debugger(m, reverse=False)
     assert d.execute("reverse-stepi") == ["error: reverse execution is off (started with --no-reverse)"]
+
+
+def test_after_the_firmware_exits_only_going_back_runs(make_machine, elf):
+    m = make_machine()
+    m.load(elf("hello"))
+    d = Debugger(m)
+    assert d.execute("continue")[0] == "The firmware exited with code 0"
+    assert d.execute("stepi")[0].startswith("error: the firmware exited with code 0: nothing runs from here")
+    assert d.execute("reverse-stepi")[-1].startswith("cycles ")
+    assert d.execute("stepi")[0] == "The firmware exited with code 0"
+
+
+def test_a_fault_stops_at_the_handlers_bkpt_with_the_fault_reported(make_machine, elf):
+    m = make_machine()
+    m.load(elf("fault"))
+    m.write_symbol("fault_kind", (1).to_bytes(4, "little"))  # an unaligned LDR
+    m.reset()
+    d = Debugger(m)
+    out = d.execute("continue")
+    assert out[0].startswith("Stopped: BKPT #0 at hardfault_report")
+    fault_insn = m.image.symbol("fault_insn_1").address & ~1
+    assert out[1].startswith("Fault: unaligned access to 0x") and f"at 0x{fault_insn:08x}" in out[1]
+    bt = d.execute("bt")
+    assert "<exception entry>" in bt[1] and f"0x{fault_insn:08x}" in bt[1]

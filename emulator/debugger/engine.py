@@ -28,6 +28,9 @@ from .expr import Evaluator
 from .timetravel import DEFAULT_INTERVAL, HISTORY_START, Stop, TimeTravel
 from .unwind import call_stack
 
+_FORWARD = {"stepi", "si", "step", "s", "next", "n", "nexti", "ni", "finish", "fin", "continue", "c", "cycle",
+            "run-to-cycle", "pka-next", "until-pka"}
+_ENDS = {StopReason.EXIT.value, StopReason.LOCKUP.value, StopReason.STUCK.value, StopReason.SLEEP_FOREVER.value}
 _MOVES = {"stepi", "si", "step", "s", "next", "n", "nexti", "ni", "finish", "fin", "continue", "c", "cycle",
           "run-to-cycle", "pka-next", "until-pka", "reverse-stepi", "rsi", "reverse-step", "rs", "reverse-continue",
           "rc"}
@@ -121,6 +124,8 @@ class Debugger:
         self.since_cycles = machine.cycles  # ... and at the stop before it (the views show the difference)
         self.previous_regs = machine.registers()  # the registers at the previous stop
         self.history: list[str] = []
+        self._ended: tuple[tuple[int, int], str] | None = None  # where the firmware's run ended, and how
+        self._fault_shown = None
         self.evaluate = Evaluator(self._register_value, self._symbol, machine.read_u32, machine.read_memory)
         self.quit = False
         self._commands: dict[str, tuple[Callable[[str], list[str]], str]] = {}
@@ -141,6 +146,9 @@ class Debugger:
         if entry is None:
             return [f"error: unknown command '{name}' (try 'help')"]
         fn = entry[0]
+        if name in _FORWARD and self._ended is not None and self._ended[0] == self._position():
+            return [f"error: {self._ended[1]}: nothing runs from here (go back with reverse-stepi or "
+                    "reverse-continue, or quit)"]
         if name in _MOVES:
             self.previous_regs = self.machine.registers()  # the views mark what this command changes
         try:
@@ -239,6 +247,9 @@ class Debugger:
         except UsageError:
             raise DebugError(f"no symbol named '{spec}'") from None
 
+    def _position(self) -> tuple[int, int]:
+        return (self.machine.instructions, self.machine.cycles)
+
     # ------------------------------------------------------------------ stops
     def _report(self, stop: Stop) -> list[str]:
         m = self.machine
@@ -265,6 +276,18 @@ class Debugger:
         else:
             head = f"Stopped ({reason}): {stop.message}"
         lines = [head]
+        fault = m.last_fault
+        if fault is not None and fault != self._fault_shown:
+            self._fault_shown = fault
+            at = f" (address 0x{fault.address:08x})" if fault.address is not None else ""
+            lines.append(f"Fault: {fault.cause}{at} at 0x{fault.pc:08x} {fault.where}: {fault.instruction} "
+                         f"[{fault.exception}]")
+            if fault.registers:
+                lines.append("  " + " ".join(f"{k}={v:08x}" for k, v in fault.registers.items()))
+        if reason in _ENDS:
+            how = {StopReason.EXIT.value: f"the firmware exited with code {stop.exit_code}",
+                   StopReason.LOCKUP.value: "the core locked up"}.get(reason, f"the run ended ({reason})")
+            self._ended = (self._position(), how)
         if reason not in (StopReason.STEP.value, StopReason.UNTIL.value, StopReason.BUDGET.value) \
                 and reason != StopReason.BREAKPOINT.value:
             lines.append(views.location(m, self.info, m.pc))
