@@ -196,3 +196,18 @@ def test_a_fault_stops_at_the_handlers_bkpt_with_the_fault_reported(make_machine
     assert out[1].startswith("Fault: unaligned access to 0x") and f"at 0x{fault_insn:08x}" in out[1]
     bt = d.execute("bt")
     assert "<exception entry>" in bt[1] and f"0x{fault_insn:08x}" in bt[1]
+
+
+def test_reverse_step_goes_back_to_the_start_of_each_previous_line(make_machine, elf):
+    m = make_machine()
+    m.load(elf("xrsa"))
+    d = Debugger(m)
+    d.execute("break rsa_private")
+    d.execute("continue")
+    stops = [(m.pc, m.cycles)]
+    for _ in range(3):
+        d.execute("next")
+        stops.append((m.pc, m.cycles))
+    for expected in reversed(stops[:-1]):
+        d.execute("reverse-step")
+        assert (m.pc, m.cycles) == expected

@@ -685,22 +685,30 @@ class Debugger:
         return self._after(stop)
 
     def cmd_reverse_step(self, arg: str) -> list[str]:
+        """Back to the first instruction of the previous source line (as gdb): out of
+        the current line, then back through the previous one until the instruction
+        before belongs to another line, and forward to that boundary again."""
         tt = self._need_reverse()
         m = self.machine
-        start = self.info.line_at(m.pc)
+        start = self._source_line()
         stop = tt.reverse_step()
         if start is None:
             return self._after(stop)
-        # Back out of the current line, then to the first instruction of the previous one.
-        while stop.reason != HISTORY_START and (self.info.line_at(m.pc) in (None, start)):
+        while stop.reason != HISTORY_START and self._source_line() in (None, start):
             stop = tt.reverse_step()
-        line = self.info.line_at(m.pc)
-        while stop.reason != HISTORY_START and not self.info.line_starts(m.pc):
+        line = self._source_line()
+        while stop.reason != HISTORY_START:
+            here = tt.position
             stop = tt.reverse_step()
-            if self.info.line_at(m.pc) != line:
-                stop = tt.step()
+            if self._source_line() != line:
+                tt.goto_position(here)
+                stop = Stop(StopReason.STEP.value, m.pc, m.cycles, m.instructions)
                 break
         return self._after(stop)
+
+    def _source_line(self) -> tuple[str, int] | None:
+        line = self.info.line_at(self.machine.pc)
+        return None if line is None else (line.file, line.line)
 
     def cmd_reverse_continue(self, arg: str) -> list[str]:
         tt = self._need_reverse()

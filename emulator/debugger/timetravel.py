@@ -380,6 +380,11 @@ class TimeTravel:
                 self._redo(self._ops[k], stop_insn, stop_cycles, stop_pos)
         self._land()
 
+    def goto_position(self, pos: Position) -> None:
+        """Back (or forward) to a recorded position: an operation's end, or a point
+        inside one that re-execution can reach (a step boundary, an instruction number)."""
+        self._goto_position(pos)
+
     def _goto_position(self, pos: Position) -> None:
         if pos == self._origin:
             with self._replaying():
