@@ -211,3 +211,12 @@ def test_reverse_step_goes_back_to_the_start_of_each_previous_line(make_machine,
     for expected in reversed(stops[:-1]):
         d.execute("reverse-step")
         assert (m.pc, m.cycles) == expected
+
+
+def test_an_interrupt_ends_a_run_between_its_slices(make_machine, elf):
+    m = make_machine()
+    m.load(elf("xrsa"))
+    d = Debugger(m, interval_cycles=100_000)
+    d.interrupted = lambda: True  # the TUI's Ctrl-C
+    assert d.execute("continue")[0] == "Interrupted"
+    assert m.cycles == 100_000 or 100_000 <= m.cycles < 100_100  # the end of the first slice (a block boundary)

@@ -25,7 +25,7 @@ from emulator.results import StopReason
 from . import views
 from .dwarf import DebugInfo
 from .expr import Evaluator
-from .timetravel import DEFAULT_INTERVAL, HISTORY_START, Stop, TimeTravel
+from .timetravel import DEFAULT_INTERVAL, HISTORY_START, INTERRUPTED, Stop, TimeTravel
 from .unwind import call_stack
 
 _FORWARD = {"stepi", "si", "step", "s", "next", "n", "nexti", "ni", "finish", "fin", "continue", "c", "cycle",
@@ -74,7 +74,8 @@ class _Forward:
     def step(self) -> Stop:
         return self._stop(self.machine.step())
 
-    def run(self, max_cycles: int | None = None, until: int | None = None) -> Stop:
+    def run(self, max_cycles: int | None = None, until: int | None = None,
+            interrupt: Callable[[], bool] | None = None) -> Stop:
         return self._stop(self.machine.run(max_cycles=max_cycles, until=until))
 
     def forget_future(self) -> None:
@@ -128,6 +129,8 @@ class Debugger:
         self._fault_shown = None
         self.evaluate = Evaluator(self._register_value, self._symbol, machine.read_u32, machine.read_memory)
         self.quit = False
+        # Asked between run slices (reverse execution on): True ends the run (the TUI's Ctrl-C).
+        self.interrupted: Callable[[], bool] = lambda: False
         self._commands: dict[str, tuple[Callable[[str], list[str]], str]] = {}
         self._register_commands()
 
@@ -269,6 +272,8 @@ class Debugger:
             head = f"PKA operation started: {self._pka_summary()}"
         elif reason == StopReason.EXIT.value:
             head = f"The firmware exited with code {stop.exit_code}"
+        elif reason == INTERRUPTED:
+            head = "Interrupted"
         elif reason == HISTORY_START:
             head = f"No more history: {stop.message}"
         elif reason in (StopReason.STEP.value, StopReason.UNTIL.value, StopReason.BUDGET.value):
@@ -374,7 +379,7 @@ class Debugger:
             m.add_breakpoint(addr)
         try:
             while True:
-                stop = self.exec.run()
+                stop = self.exec.run(interrupt=self.interrupted)
                 if stop.reason == StopReason.BREAKPOINT.value and m.pc == addr:
                     if m.reg("sp") >= sp:
                         if not temp:
@@ -444,7 +449,7 @@ class Debugger:
         return out
 
     def cmd_continue(self, arg: str) -> list[str]:
-        return self._after(self.exec.run())
+        return self._after(self.exec.run(interrupt=self.interrupted))
 
     def cmd_cycle(self, arg: str) -> list[str]:
         if not arg:
@@ -456,7 +461,7 @@ class Debugger:
         stop = None
         margin = 64
         if target - m.cycles > margin:
-            stop = self.exec.run(max_cycles=target - margin - m.cycles)
+            stop = self.exec.run(max_cycles=target - margin - m.cycles, interrupt=self.interrupted)
             if stop.reason != StopReason.BUDGET.value:
                 return self._after(stop)
         while m.cycles < target:
@@ -510,7 +515,7 @@ class Debugger:
         core.flush_translations()
         try:
             while not found:
-                stop = self.tt.run(max_cycles=PKA_SLICE)
+                stop = self.tt.run(max_cycles=PKA_SLICE, interrupt=self.interrupted)
                 if not found and stop.reason != StopReason.BUDGET.value:
                     return stop
             before, lo, hi = found[0]

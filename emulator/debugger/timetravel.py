@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import bisect
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -48,6 +48,7 @@ DEFAULT_MAX_SNAPSHOTS = 4096  # beyond it, every other snapshot is dropped
 STEPS_PER_SNAPSHOT = 10_000  # also a snapshot after this many steps (re-stepping is slow)
 FIRST_MARGIN = 512  # cycles a replay's full-speed part stops short of its target
 HISTORY_START = "history-start"
+INTERRUPTED = "interrupted"
 WATCHPOINT = "watchpoint"
 
 Position = tuple[int, int]  # (instructions, cycles)
@@ -247,8 +248,10 @@ class TimeTravel:
         self._steps += 1
         return self._stop(r)
 
-    def run(self, max_cycles: int | None = None, until: int | str | None = None) -> Stop:
-        """As ``Machine.run``, in slices of the snapshot interval."""
+    def run(self, max_cycles: int | None = None, until: int | str | None = None,
+            interrupt: Callable[[], bool] | None = None) -> Stop:
+        """As ``Machine.run``, in slices of the snapshot interval; ``interrupt`` is asked
+        between slices (a user's Ctrl-C) and ends the run there, reason ``interrupted``."""
         m = self.machine
         end = m.cycles + max_cycles if max_cycles is not None else None
         until_addr = m._resolve(until) if until is not None else None
@@ -269,6 +272,8 @@ class TimeTravel:
             insn = None if reason in _BLOCK_STOPS else m.instructions
             self._record(Op("run", start, self.position, reason, budget_end, until_addr, insn))
             if r.reason == StopReason.BUDGET and (end is None or m.cycles < end):
+                if interrupt is not None and interrupt():
+                    return Stop(INTERRUPTED, m.pc, m.cycles, m.instructions, "interrupted")
                 continue
             return self._stop(r)
 

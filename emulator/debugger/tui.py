@@ -5,8 +5,9 @@ Rich draws the whole screen at once from a ``Layout`` (no clearing between frame
 so nothing flickers) at the terminal's current size, read again on every frame and
 on SIGWINCH (so it resizes). Keys: F5 continue, F6 pka-next, F7 reverse-stepi, F8
 reverse-continue, F9 finish, F10 next, F11 step, F12 stepi; Enter on an empty line
-repeats the last command; Up/Down walk the command history; Ctrl-L redraws; Ctrl-D
-or ``quit`` leaves. The terminal's mode is restored however the loop ends.
+repeats the last command; Up/Down walk the command history; Ctrl-C interrupts a
+run (between its slices) or clears the line; Ctrl-L redraws; Ctrl-D or ``quit``
+leaves. The terminal's mode is restored however the loop ends.
 """
 
 from __future__ import annotations
@@ -173,6 +174,13 @@ class _Terminal:
     def restore(self) -> None:
         termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
 
+    def interrupted(self) -> bool:
+        """A Ctrl-C waiting in the input (asked between run slices)."""
+        while select.select([self.fd], [], [], 0)[0]:
+            if os.read(self.fd, 1) == b"\x03":
+                return True
+        return False
+
     def key(self, timeout: float) -> str | None:
         ready, _, _ = select.select([self.fd], [], [], timeout)
         if not ready:
@@ -198,6 +206,7 @@ def run_tui(args: argparse.Namespace, console: Console) -> int:
     term = _Terminal(sys.stdin.fileno())
     resized = [False]
     old_handler = signal.signal(signal.SIGWINCH, lambda *_: resized.__setitem__(0, True))
+    debugger.interrupted = term.interrupted
     history: list[str] = []
     hist_pos = 0
     last = ""
@@ -248,7 +257,9 @@ def run_tui(args: argparse.Namespace, console: Console) -> int:
                         history.append(command)
                     hist_pos = len(history)
                     last = command
-                    log.append(f"(pkasim) {command}")
+                    log.append(f"(pkasim) {command}   running... (Ctrl-C interrupts)")
+                    draw()
+                    log[-1] = f"(pkasim) {command}"
                     log.extend(debugger.execute(command))
                 draw()
     finally:
