@@ -129,6 +129,7 @@ class Debugger:
         self._fault_shown = None
         self.evaluate = Evaluator(self._register_value, self._symbol, machine.read_u32, machine.read_memory)
         self.quit = False
+        self.memory_view: tuple[int, int, str] | None = None  # (address, unit, format) of the last x
         # Asked between run slices (reverse execution on): True ends the run (the TUI's Ctrl-C).
         self.interrupted: Callable[[], bool] = lambda: False
         self._commands: dict[str, tuple[Callable[[str], list[str]], str]] = {}
@@ -642,7 +643,10 @@ class Debugger:
             raise DebugError("x/NUF ADDRESS: give an address")
         if count > 4096:
             raise DebugError("x shows at most 4096 units")
-        return views.memory(self.machine, self.evaluate(arg) & 0xFFFFFFFF, count, unit, style)
+        addr = self.evaluate(arg) & 0xFFFFFFFF
+        out = views.memory(self.machine, addr, count, unit, style)
+        self.memory_view = (addr, unit, style)  # the TUI's memory pane follows the last x
+        return out
 
     def cmd_list(self, arg: str) -> list[str]:
         pc = self.location_of(arg) if arg else self.machine.pc

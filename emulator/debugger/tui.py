@@ -104,13 +104,26 @@ class Screen:
         return Panel(body, title="registers", title_align="left", padding=(0, 0))
 
     def _stack(self, height: int, width: int) -> Panel:
+        """The call stack, then the stack from SP, or the memory the last ``x`` showed."""
         m = self.d.machine
         frames = views.backtrace(m, self.d.info)
         room = max(1, height - 2)
         shown = frames[:max(1, room // 2)]
-        lines = shown + views.stack(m, max(0, room - len(shown)))
+        rest = max(0, room - len(shown))
+        title = "call stack / stack"
+        if self.d.memory_view is not None and rest:
+            addr, unit, style = self.d.memory_view
+            per_line = {1: 8, 2: 8, 4: 4, 8: 2}[unit]
+            try:
+                mem = views.memory(m, addr, rest * per_line, unit, style)
+                title = f"call stack / memory at 0x{addr:08x}"
+            except Exception:  # noqa: BLE001 - an address that stopped being readable
+                mem = views.stack(m, rest)
+        else:
+            mem = views.stack(m, rest)
+        lines = shown + mem
         body = "\n".join(ln[:max(1, width - 4)] for ln in lines[:room])
-        return Panel(Text(body), title="call stack / stack", title_align="left", padding=(0, 0))
+        return Panel(Text(body), title=title, title_align="left", padding=(0, 0))
 
     def _pka(self, height: int, width: int) -> Panel:
         lines = views.pka(self.d.machine)
