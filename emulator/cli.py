@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import IO
 
 from rich.console import Console
 
@@ -27,9 +28,18 @@ class _Parser(argparse.ArgumentParser):
         try:
             self.print_usage(sys.stderr)
             sys.stderr.write(f"pkasim: error: {message}\n")
-        except OSError:
+        except (OSError, OutputError):
             pass  # stderr itself is closed or full: the exit code still says it
         sys.exit(EXIT_USAGE)
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        """argparse drops the write errors of --help and usage text; a help page lost
+        to a full disk or a closed pipe must still fail (exit 74), as any output does."""
+        if message:
+            stream = file or sys.stderr
+            guarded = Guarded(stream, "stdout" if stream is sys.stdout else "stderr")
+            guarded.write(message)
+            guarded.flush()
 
 
 class _Repeats(logging.Filter):

@@ -29,6 +29,16 @@ typedef struct {
     uint32_t watch_lo, watch_hi;
 } region_t;
 
+/* Access lists of cached blocks, direct-mapped by start address: where a peripheral
+ * access falls in its block (cyclehook.c pk_access_offset) without decoding the block
+ * again on every access. */
+#define ACC_SLOTS 1024u
+
+typedef struct {
+    uint32_t start, end, n; /* start PK_NONE: empty */
+    pk_acc acc[PK_ACC_MAX];
+} acc_entry;
+
 struct pk_code {
     pk_rules rules;
     pk_code_read_fn mem_read;
@@ -39,6 +49,7 @@ struct pk_code {
     region_t regions[MAX_REGIONS];
     uint32_t nregions;
     uint64_t map_bytes;
+    acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
 };
 
 pk_code *pk_code_new(uint32_t muls_cycles, uint32_t fetch_ws, uint32_t flash_base, uint32_t flash_end,
@@ -70,6 +81,7 @@ void pk_code_free(pk_code *c) {
     }
     free(c->table);
     free(c->checks);
+    free(c->acc);
     free(c);
 }
 
@@ -94,6 +106,8 @@ static int region_of(const pk_code *c, uint32_t a) {
 
 void pk_code_clear(pk_code *c) {
     memset(c->table, 0xFF, c->cap * sizeof(pk_block));
+    if (c->acc)
+        for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
     c->used = 0;
     c->checks_used = 0;
     for (uint32_t r = 0; r < c->nregions; r++) {
@@ -403,6 +417,43 @@ uint32_t pk_code_decode_range(pk_code *c, void *uc, uint32_t start, uint32_t end
     }
     if (buf != local) free(buf);
     return n;
+}
+
+const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t end, uint32_t *n) {
+    if (!c->acc) {
+        c->acc = malloc(ACC_SLOTS * sizeof(acc_entry));
+        if (!c->acc) return NULL;
+        for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
+    }
+    acc_entry *e = &c->acc[(start >> 1) & (ACC_SLOTS - 1)];
+    if (e->start == start && e->end == end) {
+        *n = e->n;
+        return e->acc;
+    }
+    /* Only blocks the table holds as they are: their code is marked, so a write to it
+     * clears this list with the table (pk_code_clear). */
+    const pk_block *b = &c->table[slot_of(c, start)];
+    if (b->start != start || b->start + b->size != end) return NULL;
+    pk_insn insn[512];
+    uint32_t count = pk_code_decode_range(c, uc, start, end, insn, 512, 0), k = 0, cost = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const pk_desc *d = &insn[i].desc;
+        if (d->kind == K_ACCESS) {
+            if (k == PK_ACC_MAX) return NULL;
+            pk_acc *a = &e->acc[k++];
+            a->cost = cost;
+            a->rn = d->rn;
+            a->rm = d->rm;
+            a->multiple = d->rm < 0 && d->imm == 0 && d->amask == 3;
+            a->imm = d->imm;
+        }
+        cost += insn[i].cost;
+    }
+    e->start = start;
+    e->end = end;
+    e->n = k;
+    *n = k;
+    return e->acc;
 }
 
 uint32_t pk_code_cost_range(pk_code *c, void *uc, uint32_t start, uint32_t stop, uint32_t *insns) {

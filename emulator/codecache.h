@@ -45,6 +45,16 @@ typedef struct {
 
 typedef struct pk_code pk_code;
 
+/* One register-addressed word or halfword access of a block (pk_code_accesses). */
+#define PK_ACC_MAX 16
+typedef struct {
+    uint32_t cost;    /* cycles of the block before the accessing instruction */
+    int8_t rn, rm;    /* address = rn + rm (-1: none) + imm, from the live registers */
+    uint8_t multiple; /* LDM/STM/PUSH/POP: any word of the next 64 bytes */
+    uint8_t pad;
+    int32_t imm;
+} pk_acc;
+
 /* Results of pk_code_block besides the block. */
 enum { PK_OK = 0, PK_NOMEM = 1, PK_UNREADABLE = 2 };
 
@@ -66,6 +76,10 @@ int pk_code_written(pk_code *c, uint32_t addr, uint32_t len);
 const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
                               pk_block *scratch, int *err, int *watch);
 const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
+
+/* The accesses of the cached block [start, end), in program order, decoded once;
+ * NULL when the block is not cached as such or has more than PK_ACC_MAX of them. */
+const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t end, uint32_t *n);
 
 /* Cycles and instructions of [start, stop) decoded from memory (a partial block). */
 uint32_t pk_code_cost_range(pk_code *c, void *uc, uint32_t start, uint32_t stop, uint32_t *insns);

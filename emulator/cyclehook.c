@@ -102,13 +102,18 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
             }
             s->irq_check = 1;
         }
-        if (a == done_start && s->native_on) {
-            if (pk_idle_loop(s, a, c, s->cur_insns)) return;
+        if (!s->native_on) {
+            s->loop_start = 0xFFFFFFFFu;
+        } else if (a == done_start) {
+            if (pk_idle_loop(s, a, s->cur_end, c, s->cur_insns)) return;
+        } else if (a < done_start || s->loop_end) {
+            /* A branch back, or within a loop of several blocks being followed. */
+            if (pk_idle_track(s, done_start, s->cur_end, a, c, s->cur_insns)) return;
         } else {
             s->loop_start = 0xFFFFFFFFu;
         }
     }
-    if (s->native_on) pk_native_due(s);
+    if (s->native_on && s->cycles >= s->native_min) pk_native_due(s);
     if (s->cycles >= s->deadline) {
         s->stop_reason = STOP_DEADLINE;
         s->emu_stop(uc);
@@ -207,6 +212,20 @@ uint32_t pk_access_offset(pk_state *s, uint32_t addr) {
         s->acc_blocks = s->blocks;
         s->acc_start = s->cur_start;
         s->acc_last = -1;
+    }
+    uint32_t count;
+    const pk_acc *acc = pk_code_accesses(s->code, s->uc, s->cur_start, s->cur_end, &count);
+    if (acc) {
+        /* The same search over the block's access list, decoded once (codecache.c). */
+        for (int32_t k = s->acc_last + 1; k < (int32_t)count; k++) {
+            uint32_t base = read_reg(s, acc[k].rn, regs, &have) + (uint32_t)acc[k].imm;
+            if (acc[k].rm >= 0) base += read_reg(s, acc[k].rm, regs, &have);
+            if (base == addr || (acc[k].multiple && addr - base < 64)) {
+                s->acc_last = k;
+                return acc[k].cost;
+            }
+        }
+        return 0;
     }
     uint32_t n = pk_code_decode_range(s->code, s->uc, s->cur_start, s->cur_end, insn, 512, 0);
     for (uint32_t index = 0; index < n; index++) {

@@ -16,6 +16,7 @@ encodings, truncated input.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -279,14 +280,16 @@ _IDLE_OK = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def loop_can_idle(code: bytes, addr: int) -> bool:
-    """Whether a self-loop block can change nothing but its own registers."""
+    """Whether a loop's code can change nothing but its own registers. Remembered:
+    a breakpoint added or removed makes the run loop ask again for every loop."""
     seen = 0
-    for insn in _MD.disasm(code, addr):
-        base = insn.mnemonic.split(".")[0]
+    for _, size, mnemonic, _ in _MD.disasm_lite(code, addr):
+        base = mnemonic.split(".")[0]
         if base not in _IDLE_OK and not (base.startswith("b") and len(base) == 3 and base != "blx"):
             return False
-        seen += insn.size
+        seen += size
     return seen == len(code)
 
 

@@ -16,7 +16,7 @@ from peripherals.scb import Scb
 from peripherals.systick import SysTick
 
 from .clock import Clock
-from .config import ChipConfig, PeripheralConfig
+from .config import ARCHITECTURAL, ChipConfig, PeripheralConfig
 from .errors import LoadError
 
 
@@ -37,7 +37,7 @@ def build_devices(config: ChipConfig, clock: Clock, *, active_exception: Callabl
             devices[pc.name] = nvic
     if nvic is None:
         # The NVIC is part of every ARMv6-M core; a config may omit it.
-        nvic = Nvic("nvic", 0xE000E100, irqs=config.core.irqs)
+        nvic = Nvic("nvic", ARCHITECTURAL["nvic"], irqs=config.core.irqs)
         devices["nvic"] = nvic
     irq_for: dict[str, Callable[[], None]] = {"systick": lambda: nvic.set_pending(SYSTICK)}
     scb: Scb | None = None
@@ -58,7 +58,7 @@ def build_devices(config: ChipConfig, clock: Clock, *, active_exception: Callabl
             dev = _build_extra(config, pc, clock, irq)
         devices[pc.name] = dev
     if scb is None:
-        scb = Scb("scb", 0xE000ED00, nvic, has_vtor=config.core.vtor, vtor_reset=config.flash.base,
+        scb = Scb("scb", ARCHITECTURAL["scb"], nvic, has_vtor=config.core.vtor, vtor_reset=config.flash.base,
                   active_exception=active_exception)
         devices["scb"] = scb
     return Devices(nvic, scb, devices)

@@ -90,14 +90,28 @@ void pk_pend(pk_state *s, uint32_t exc) {
 /* ------------------------------------------------------------------ native device events */
 
 uint64_t pk_native_next(pk_state *s) {
-    return s->pka ? pk_pka_next(s->pka) : PK_NO_EVENT;
+    uint64_t next = s->pka ? pk_pka_next(s->pka) : PK_NO_EVENT;
+    if (s->systick) {
+        uint64_t tick = pk_systick_next(s->systick);
+        if (tick < next) next = tick;
+    }
+    return next;
 }
 
 /* Fire every native device event whose time has come (at a block boundary, as the
  * clock fires Python's). */
 void pk_native_due(pk_state *s) {
+    if (s->cycles < s->native_min) return;
     if (s->pka && pk_pka_next(s->pka) <= s->cycles) pk_pka_finish(s->pka);
+    /* A step long past (a period shorter than the block that ran) fires as often as
+     * it was due, as the clock's run_due does for SysTick._reach_zero. */
+    while (s->systick && pk_systick_next(s->systick) <= s->cycles) pk_systick_fire(s->systick);
+    s->native_min = pk_native_next(s);
 }
+
+/* A native device's next event may have moved earlier (Python wrote its state):
+ * pk_native_due looks again at the next block boundary. */
+void pk_native_changed(pk_state *s) { s->native_min = 0; }
 
 /* ------------------------------------------------------------------ entry and return */
 

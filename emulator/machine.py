@@ -26,7 +26,7 @@ from unicorn import arm_const as A
 from unicorn.unicorn_py3 import unicorn as _ucmod
 
 from peripherals.base import Peripheral
-from peripherals.nvic import FIRST_IRQ, exception_name
+from peripherals.nvic import FIRST_IRQ, SYSTICK, exception_name
 
 from . import native
 from .bus import Bus, region_protection
@@ -110,6 +110,10 @@ class Machine:
         s = core.state
         lib = _ucmod.uclib
         s.nvic = ctypes.addressof(self.nvic.state)
+        for dev in self.peripherals.values():
+            if hasattr(dev, "attach_events"):  # SysTick: its steps fire natively (systick_fast.c)
+                s.systick = dev.attach_events(core.lib, ctypes.addressof(s), self.bus.irq_exception.get(dev.name, SYSTICK))
+                break
         s.reg_write = ctypes.cast(lib.uc_reg_write, ctypes.c_void_p).value
         s.mem_read = ctypes.cast(lib.uc_mem_read, ctypes.c_void_p).value
         s.mem_write = ctypes.cast(lib.uc_mem_write, ctypes.c_void_p).value
@@ -468,6 +472,8 @@ class Machine:
             state = getattr(dev, "state", None)
             if hasattr(state, "fast_on"):
                 state.fast_on = int(on)
+            if hasattr(dev, "fast_paths_changed"):
+                dev.fast_paths_changed()
 
     # ------------------------------------------------------------------ observation
     def observe(self, observer: Observer) -> None:

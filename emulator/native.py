@@ -15,6 +15,7 @@ from pathlib import Path
 from .errors import PkasimError
 
 RING = 32
+VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
 
 (STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
  STOP_NATIVE_ERROR) = range(10)
@@ -134,10 +135,11 @@ class PkState(ctypes.Structure):
         ("loop_start", ctypes.c_uint32),
         ("loop_count", ctypes.c_uint32),
         ("loop_have", ctypes.c_uint32),
-        ("loop_pad", ctypes.c_uint32),
+        ("loop_end", ctypes.c_uint32),
         ("loop_regs", ctypes.c_uint32 * 16),
-        ("verdict_addr", ctypes.c_uint32 * 256),
-        ("verdict", ctypes.c_uint8 * 256),
+        ("verdict_addr", ctypes.c_uint32 * VERDICTS),
+        ("verdict_end", ctypes.c_uint32 * VERDICTS),
+        ("verdict", ctypes.c_uint8 * VERDICTS),
         ("obs", ctypes.c_void_p),
         # code decoding and caching (codecache.c, thumb.c)
         ("code", ctypes.c_void_p),
@@ -145,6 +147,13 @@ class PkState(ctypes.Structure):
         ("watch_region", ctypes.c_uint32),
         ("native_error", ctypes.c_uint32),
         ("pad_code", ctypes.c_uint32),
+        # idle loops of several blocks (idle.c)
+        ("loop_acc_cost", ctypes.c_uint32),
+        ("loop_acc_insns", ctypes.c_uint32),
+        ("loop_acc_blocks", ctypes.c_uint32),
+        ("loop_key", ctypes.c_uint32),
+        ("systick", ctypes.c_void_p),  # pk_systick (peripherals/systick_fast.c)
+        ("native_min", ctypes.c_uint64),
     ]
 
 
@@ -202,7 +211,10 @@ def load() -> ctypes.CDLL:
     lib.pk_native_next.restype = ctypes.c_uint64
     lib.pk_native_next.argtypes = [ctypes.c_void_p]
     lib.pk_native_due.argtypes = [ctypes.c_void_p]
+    lib.pk_native_changed.argtypes = [ctypes.c_void_p]
     lib.pk_sizeof_pka.restype = ctypes.c_uint32
+    lib.pk_sizeof_systick.restype = ctypes.c_uint32
+    lib.pk_systick_fire.argtypes = [ctypes.c_void_p]
     lib.pk_pka_free_log.argtypes = [ctypes.c_void_p]
     lib.pk_next_to_take.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.pk_would_wake.argtypes = [ctypes.c_void_p]

@@ -23,8 +23,12 @@ typedef int (*pk_mem_read_fn)(void *uc, uint64_t address, void *bytes, size_t si
 typedef int (*pk_mem_write_fn)(void *uc, uint64_t address, const void *bytes, size_t size);
 typedef void (*pk_py_intr_fn)(uint32_t intno);
 
+/* Loop verdicts kept (idle.c), indexed by (key >> 1) & (PK_VERDICTS - 1). */
+#define PK_VERDICTS 4096
+
 /* The NVIC's exception state: one record, owned by peripherals/nvic.py (NvicState),
  * read and pended here without a Python call. */
+
 typedef struct {
     uint64_t pending;   /* bit e: exception number e is pending */
     uint64_t active;    /* bit e: exception number e is active */
@@ -88,10 +92,12 @@ typedef struct {
     uint64_t py_reads;          /* device reads served by Python (may change by themselves) */
     uint64_t loop_py_reads;
     uint64_t loop_since;        /* cycle count when the current self-loop began */
-    uint32_t loop_start, loop_count, loop_have, loop_pad;
+    uint32_t loop_start, loop_count, loop_have;
+    uint32_t loop_end;          /* a loop of several blocks: its code is [loop_start, loop_end) */
     uint32_t loop_regs[16];
-    uint32_t verdict_addr[256]; /* which blocks may be fast-forwarded: decided once by Python */
-    uint8_t verdict[256];       /* 0 unknown, 1 may (loads and arithmetic only), 2 may not */
+    uint32_t verdict_addr[PK_VERDICTS]; /* which loops may be fast-forwarded: decided once by Python */
+    uint32_t verdict_end[PK_VERDICTS];  /* ... and the end of the code each verdict covers */
+    uint8_t verdict[PK_VERDICTS];       /* 0 unknown, 1 may (loads and arithmetic only), 2 may not */
     /* the observation API (observe.c): non-NULL while something observes; the native
      * paths report what they do through pk_obs_emit() (observe.h) */
     void *obs;
@@ -101,6 +107,11 @@ typedef struct {
     uint32_t watch_region;      /* STOP_WATCH: the writable region whose write watch must grow */
     uint32_t native_error;      /* STOP_NATIVE_ERROR: PK_NOMEM or PK_UNREADABLE */
     uint32_t pad_code;
+    /* idle loops of several blocks (idle.c): one iteration so far, and the verdict key */
+    uint32_t loop_acc_cost, loop_acc_insns, loop_acc_blocks;
+    uint32_t loop_key;          /* verdict_addr of the loop being checked: start, or start | 1 */
+    void *systick;              /* pk_systick (peripherals/systick_fast.c), or NULL */
+    uint64_t native_min;        /* no native device event before this cycle (0: look again) */
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -115,12 +126,18 @@ int pk_would_wake(const pk_nvic *n);
 void pk_pend(pk_state *s, uint32_t exc);
 uint64_t pk_native_next(pk_state *s);
 void pk_native_due(pk_state *s);
+void pk_native_changed(pk_state *s);
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* idle.c */
-int pk_idle_loop(pk_state *s, uint32_t start, uint32_t cost, uint32_t insns);
+int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
+int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
+                  uint32_t insns);
 /* pka_fast.c */
 uint64_t pk_pka_next(void *pka);
 void pk_pka_finish(void *pka);
+/* peripherals/systick_fast.c */
+uint64_t pk_systick_next(void *systick);
+void pk_systick_fire(void *systick);
 
 
 #endif

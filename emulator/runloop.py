@@ -85,6 +85,7 @@ class RunLoop:
         self._settler = Settler(core)
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
+        self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
         core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
 
     @property
@@ -101,7 +102,10 @@ class RunLoop:
         return min(times) if times else None
 
     def run_due(self) -> None:
-        """Fire every device event due now: native devices', then the clock's."""
+        """Fire every device event due now: native devices', then the clock's. Their
+        state may have been set from outside (a debugger, a restored snapshot): look
+        at it afresh."""
+        self.core.lib.pk_native_changed(self.core.state_ref)
         self.core.lib.pk_native_due(self.core.state_ref)
         self.clock.run_due()
 
@@ -111,7 +115,7 @@ class RunLoop:
         budget = self.core.cycles + max_cycles if max_cycles is not None else None
         self._progress = progress
         if until is not None:
-            self.forget_loop_verdicts()  # a loop holding 'until' must run, not be skipped
+            self.forget_loop_verdicts(until)  # a loop holding 'until' must run, not be skipped
         start_wall = time.perf_counter()
         self.last_watch = None
         if until is not None and self.core.pc == until:
@@ -145,12 +149,15 @@ class RunLoop:
                 if next_progress is not None and core.cycles >= next_progress:
                     self._progress(core.cycles)
                     next_progress = core.cycles + PROGRESS_EVERY
-                deadline = min(x for x in (self.next_event(), budget, next_progress, NO_DEADLINE) if x is not None)
-                if core.sleeping:
-                    self._sleep_until(deadline)
-                    continue
-                core.state.deadline = deadline
                 py_next = self.clock.next_deadline()
+                if core.sleeping:
+                    self._sleep_until(min(x for x in (self.next_event(), budget, next_progress, NO_DEADLINE)
+                                          if x is not None))
+                    continue
+                # Native devices' events fire inside the engine (cyclehook.c pk_native_due):
+                # they need no stop, unless the native paths are off.
+                events = py_next if core.state.native_on else self.next_event()
+                core.state.deadline = min(x for x in (events, budget, next_progress, NO_DEADLINE) if x is not None)
                 core.state.py_next = NO_DEADLINE if py_next is None else py_next
                 self._execute(until)
                 if core.obs is not None and core.obs.full():
@@ -168,7 +175,7 @@ class RunLoop:
             return
         if self.next_event() is None:
             raise Stop(StopReason.SLEEP_FOREVER,
-                       f"WFI at {self.describe(self.core.pc)} with no interrupt pending and no event scheduled: "
+                       f"{self._sleep_cause()} with no interrupt pending and no event scheduled: "
                        "the core would sleep forever")
         slept = deadline - self.core.cycles
         if slept > 0:
@@ -201,7 +208,8 @@ class RunLoop:
         if self._native_fault(reason):
             return
         if reason == native.STOP_LOOPCHK:
-            self._loop_verdict(pc_now, s.cur_end, until)
+            key = s.loop_key  # odd: a loop of several blocks, its code [start, loop_end)
+            self._loop_verdict(pc_now, s.loop_end if key & 1 else s.cur_end, until, key)
             return
         if reason == native.STOP_STUCK:
             raise Stop(StopReason.STUCK, f"stuck in an endless loop at {self.describe(pc_now)} since cycle "
@@ -350,6 +358,16 @@ class RunLoop:
         self.settle(fault_pc)
         core.set_pc(fault_pc)
         self.exc.fault(cause, fault_pc, address=address)
+
+    def _sleep_cause(self) -> str:
+        """What put the core to sleep, for the report: the WFI or WFE just executed,
+        or else an exception return with SCR.SLEEPONEXIT set (the thread code it would
+        return to has not run)."""
+        pc = self.core.pc
+        hint = self._halfword(pc - 2)
+        if hint in (INSN_WFI, INSN_WFE):
+            return f"{'WFI' if hint == INSN_WFI else 'WFE'} at {self.describe(pc - 2)}"
+        return f"sleep-on-exit (SCR.SLEEPONEXIT) before returning to {self.describe(pc)}"
 
     def _halfword(self, addr: int) -> int | None:
         """The halfword at ``addr`` if it is memory, else None."""
@@ -575,10 +593,11 @@ class RunLoop:
         if at < s.py_next:
             s.py_next = at
 
-    def _loop_verdict(self, start: int, end: int, until: int | None) -> None:
-        """May the self-loop block [start, end) be fast-forwarded (idle.c)? Once per
-        block: only loads, arithmetic, compares and branches, nothing a debugger
-        watches. The answer goes to the native table; the run goes on at ``start``."""
+    def _loop_verdict(self, start: int, end: int, until: int | None, key: int) -> None:
+        """May the loop whose code is [start, end) be fast-forwarded (idle.c)? Once per
+        loop: only loads, arithmetic, compares and branches, nothing a debugger
+        watches. The answer goes to the native table under ``key`` (start for a loop of
+        one block, start | 1 for several) and ``end``; the run goes on at ``start``."""
         s = self.core.state
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
             and not self.watch.watches_reads
@@ -587,16 +606,24 @@ class RunLoop:
                 ok = loop_can_idle(self.bus.read_memory(start, end - start), start)
             except UsageError:
                 ok = False
-        i = (start >> 1) & 255
-        s.verdict_addr[i] = start
+        i = (key >> 1) & (native.VERDICTS - 1)
+        s.verdict_addr[i] = key
+        s.verdict_end[i] = end
         s.verdict[i] = 1 if ok else 2
+        if len(self._loops) < native.VERDICTS:
+            self._loops[(key, end)] = start
 
-    def forget_loop_verdicts(self) -> None:
-        """Code or breakpoints changed: decide every loop again."""
+    def forget_loop_verdicts(self, until: int | None = None) -> None:
+        """Code, breakpoints or the run's 'until' changed: decide every loop again.
+        The loops seen so far are decided now, from their code as it is now (the
+        decision on the code itself is remembered, cycles.loop_can_idle), so the run
+        need not stop at each of them to ask again."""
         s = self.core.state
         ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
         ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
         s.loop_start = 0xFFFFFFFF
+        for (key, end), start in list(self._loops.items()):
+            self._loop_verdict(start, end, until, key)
 
     def on_reset_request(self) -> None:
         self._py_stop = ("reset",)

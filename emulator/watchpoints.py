@@ -84,6 +84,41 @@ class WatchHit:
         return text
 
 
+def data_access(hw: int, pc: int, reg: Callable[[int], int]) -> tuple[int, int, bool] | None:
+    """The memory a Thumb (ARMv6-M) instruction accesses, from the registers it reads:
+    (first address, bytes, write), or None if it makes no data access. ``reg(n)``
+    reads register n (13 = SP)."""
+    top = hw >> 11
+    rt_n = (hw >> 3) & 7
+    if top in (0b01100, 0b01101):  # STR/LDR Rt, [Rn, #imm5*4]
+        return (reg(rt_n) + ((hw >> 6) & 31) * 4) & 0xFFFFFFFF, 4, top == 0b01100
+    if top in (0b01110, 0b01111):  # STRB/LDRB Rt, [Rn, #imm5]
+        return (reg(rt_n) + ((hw >> 6) & 31)) & 0xFFFFFFFF, 1, top == 0b01110
+    if top in (0b10000, 0b10001):  # STRH/LDRH Rt, [Rn, #imm5*2]
+        return (reg(rt_n) + ((hw >> 6) & 31) * 2) & 0xFFFFFFFF, 2, top == 0b10000
+    if top in (0b10010, 0b10011):  # STR/LDR Rt, [SP, #imm8*4]
+        return (reg(13) + (hw & 0xFF) * 4) & 0xFFFFFFFF, 4, top == 0b10010
+    if top == 0b01001:  # LDR Rt, [PC, #imm8*4] (literal)
+        return ((pc + 4) & ~3) + (hw & 0xFF) * 4, 4, False
+    if hw >> 12 == 0b0101:  # register offset: STR STRH STRB LDRSB LDR LDRH LDRB LDRSH
+        op = (hw >> 9) & 7
+        addr = (reg(rt_n) + reg((hw >> 6) & 7)) & 0xFFFFFFFF
+        return addr, (4, 2, 1, 1, 4, 2, 1, 2)[op], op < 3
+    n = None
+    if hw & 0xFE00 == 0xB400:  # PUSH
+        n = bin(hw & 0x1FF).count("1")
+        return (reg(13) - 4 * n) & 0xFFFFFFFF, 4 * n, True
+    if hw & 0xFE00 == 0xBC00:  # POP
+        return reg(13), 4 * bin(hw & 0x1FF).count("1"), False
+    if hw & 0xF000 == 0xC000:  # STM/LDM
+        return reg((hw >> 8) & 7), 4 * bin(hw & 0xFF).count("1"), bool(not hw & 0x0800)
+    return None
+
+
+def instruction_size(hw: int) -> int:
+    return 4 if hw >> 11 in (0b11101, 0b11110, 0b11111) else 2
+
+
 def access_span(halfword: int, pc_regs: Callable[[int], int], address: int, size: int) -> tuple[int, int] | None:
     """The bytes [start, end) every access of the instruction touches, if ``address``
     is its first access; None for a later access of an LDM/STM/PUSH/POP.
@@ -134,6 +169,7 @@ class Watchpoints:
         if size <= 0 or address < 0 or address + size > 1 << 32:
             raise UsageError(f"watchpoint range 0x{address:x} + {size} is not a range of the 32-bit address space")
         w = Watchpoint(address, size, kind)
+        self.skip = None  # watchpoints changed (gdb re-inserts them at every resume): no pass
         if w in self._hooks:
             return w
         uc = self.core.uc
@@ -149,6 +185,7 @@ class Watchpoints:
 
     def remove(self, address: int, size: int, kind: str) -> bool:
         """Remove the watchpoint with exactly that range and kind; False if there is none."""
+        self.skip = None
         hooks = self._hooks.pop(Watchpoint(address, size, kind), None)
         if hooks is None:
             return False
@@ -161,23 +198,59 @@ class Watchpoints:
         hit, self.hit = self.hit, None
         return hit
 
+    def _accessing_instruction(self, uc: Uc, address: int, write: bool) -> tuple[int, int]:
+        """The instruction making this access, and its first halfword.
+
+        Unicorn's PC inside a memory hook is exact only where it was last written
+        (measured: often the start of the translated block), so the instruction is
+        found in the block the native hook recorded (``cur_start``..``cur_end``), from
+        that PC on: the first load or store whose address, from the registers as they
+        are now, covers ``address``. The accessing instruction has not written its
+        registers back yet, so its address is computed right; one before it that
+        computed the same address with unchanged registers would have made this
+        access first."""
+        core = self.core
+        s = core.state
+        pc = core.pc
+        if not s.cur_valid or not s.cur_start <= pc < s.cur_end:
+            return pc, self._halfword(uc, pc)
+        try:
+            code = bytes(uc.mem_read(pc, s.cur_end - pc + 2))
+        except Exception:  # noqa: BLE001 - unreadable code: judge the access at PC alone
+            return pc, self._halfword(uc, pc)
+
+        def reg(n: int) -> int:
+            return core.rd(A.UC_ARM_REG_SP if n == 13 else REG_IDS[n])
+
+        at = pc
+        while at < s.cur_end:
+            hw = int.from_bytes(code[at - pc:at - pc + 2], "little")
+            acc = data_access(hw, at, reg)
+            if acc is not None and acc[2] == write and acc[0] <= address < acc[0] + acc[1]:
+                return at, hw
+            at += instruction_size(hw)
+        return pc, self._halfword(uc, pc)
+
+    @staticmethod
+    def _halfword(uc: Uc, addr: int) -> int:
+        try:
+            return int.from_bytes(uc.mem_read(addr, 2), "little")
+        except Exception:  # noqa: BLE001 - code the debugger cannot read: judge the access alone
+            return 0
+
     def _hook(self, uc: Uc, access: int, address: int, size: int, value: int, _: object) -> None:
         if self.mode == OFF or self.hit is not None:
             return
         core = self.core
-        pc = core.pc
+        write = access == UC_MEM_WRITE
+        pc, hw = self._accessing_instruction(uc, address, write)
         if self.skip is not None:
             if self.skip == (pc, core.instructions):
                 return
             self.skip = None
-        try:
-            hw = int.from_bytes(uc.mem_read(pc, 2), "little")
-        except Exception:  # noqa: BLE001 - code the debugger cannot read: judge the access alone
-            hw = 0
         span = access_span(hw, lambda n: core.rd(A.UC_ARM_REG_SP if n == 13 else REG_IDS[n]), address, size)
         if span is None:
             return
-        write = access == UC_MEM_WRITE
         lo, hi = span
         for w in self._hooks:
             if w.triggers(write) and lo < w.end and w.address < hi:

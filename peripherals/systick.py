@@ -9,15 +9,20 @@ Interface
                of the basic block that reads it (see docs/cycle-model.md).
 
 The counter is never ticked: it is anchored (value v0 at cycle c0) and its value at
-any cycle is computed; the next 1 -> 0 step is one scheduled event.
+any cycle is computed; the next 1 -> 0 step is one scheduled event. The state lives in
+one record (SysTickState) that the native fast path shares (systick_fast.c): with the
+fast paths on, the step is scheduled there and fires inside the engine, as
+``_reach_zero`` does here; registers are always served here.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from enum import IntEnum
 
 from emulator.clock import Clock, Event
+from emulator.errors import UsageError
 from emulator.observe import Kind
 
 from .base import Peripheral, guest_log
@@ -37,10 +42,42 @@ CSR_COUNTFLAG = 1 << 16
 CALIB_NOREF = 1 << 31
 CALIB_SKEW = 1 << 30
 MAX24 = 0xFFFFFF
+NO_EVENT = (1 << 64) - 1
+
+
+class SysTickState(ctypes.Structure):
+    """SysTick's state as one record the native fast path shares (pk_systick in systick_fast.c)."""
+
+    _fields_ = [
+        ("core", ctypes.c_void_p),
+        ("next", ctypes.c_uint64),  # the next 1 -> 0 step when scheduled natively, else NO_EVENT
+        ("anchor", ctypes.c_uint64),  # the counter held ``value`` at this cycle
+        ("wraps", ctypes.c_uint64),
+        ("hz", ctypes.c_uint64),
+        ("ref_hz", ctypes.c_uint64),
+        ("value", ctypes.c_uint32),
+        ("rvr", ctypes.c_uint32),
+        ("csr", ctypes.c_uint32),
+        ("countflag", ctypes.c_uint32),
+        ("irq_exc", ctypes.c_uint32),
+        ("fast_on", ctypes.c_uint32),
+    ]
+
+
+def _field(name: str) -> property:
+    return property(lambda self: getattr(self.state, name), lambda self, v: setattr(self.state, name, int(v)))
 
 
 class SysTick(Peripheral):
     size = 0x10
+
+    csr = _field("csr")
+    rvr = _field("rvr")
+    wraps = _field("wraps")
+    _value = _field("value")  # CVR at the anchor
+    _anchor = _field("anchor")
+    countflag = property(lambda self: bool(self.state.countflag),
+                         lambda self, v: setattr(self.state, "countflag", int(bool(v))))
 
     def __init__(self, name: str, base: int, clock: Clock, irq: Callable[[], None],
                  reference_clock_hz: int | None = None) -> None:
@@ -48,14 +85,35 @@ class SysTick(Peripheral):
         self.clock = clock
         self.irq = irq
         self.ref_hz = reference_clock_hz
+        self.state = SysTickState(hz=clock.hz, ref_hz=reference_clock_hz or 0, next=NO_EVENT)
         self._event: Event | None = None
-        self.wraps = 0
+        self._lib: ctypes.CDLL | None = None  # the fast path, once a machine attaches it
         self.reset()
+
+    def attach_events(self, lib: ctypes.CDLL, core: int, irq_exc: int) -> int:
+        """Let the fast path (systick_fast.c, in ``lib``) fire this SysTick's steps in
+        the machine whose native state is at address ``core``, pending exception
+        ``irq_exc``. Returns the address of the shared record."""
+        if lib.pk_sizeof_systick() != ctypes.sizeof(SysTickState):
+            raise UsageError("the native SysTick does not match systick.py: rebuild with 'pip install -e .'")
+        st = self.state
+        st.core = core
+        st.irq_exc = irq_exc
+        st.fast_on = 1
+        self._lib = lib
+        self._reschedule()
+        return ctypes.addressof(st)
+
+    def fast_paths_changed(self) -> None:
+        """The fast paths were switched: move the pending step to the scheduler now in force."""
+        self._reschedule()
 
     def reset(self) -> None:
         if self._event is not None:
             self._event.cancel()
         self._event = None
+        self.state.next = NO_EVENT
+        self.wraps = 0
         self.csr = 0 if self.ref_hz else CSR_CLKSOURCE
         self.rvr = 0  # UNKNOWN at reset; 0 is what QEMU and most parts show
         self._value = 0  # CVR at the anchor
@@ -113,11 +171,18 @@ class SysTick(Peripheral):
         if self._event is not None:
             self._event.cancel()
             self._event = None
+        self.state.next = NO_EVENT
         if not self.enabled:
             return
         n = self._zero_ticks()
-        if n is not None:
-            self._event = self.clock.schedule(self._cycle_of_tick(n), self._reach_zero, "systick")
+        if n is None:
+            return
+        at = self._cycle_of_tick(n)
+        if self.state.fast_on and self._lib is not None:
+            self.state.next = at  # systick_fast.c fires it (pk_native_due)
+            self._lib.pk_native_changed(self.state.core)
+        else:
+            self._event = self.clock.schedule(at, self._reach_zero, "systick")
 
     def _reach_zero(self) -> None:
         self._event = None

@@ -141,6 +141,14 @@ def test_stderr_to_dev_full_exits_74_without_a_traceback(elf) -> None:
     assert proc.stdout.decode().startswith("Hello from pkasim")
 
 
+def test_help_to_dev_full_exits_74_with_one_line() -> None:
+    with open("/dev/full", "wb") as full:
+        proc = script("--help", stdout=full)
+    err = proc.stderr.decode()
+    assert proc.returncode == EXIT_IO, err
+    assert err.count("\n") == 1 and "stdout: cannot write: No space left on device" in err
+
+
 def test_a_usage_error_with_stderr_on_dev_full_still_exits_64() -> None:
     with open("/dev/full", "wb") as full:
         proc = script("run", stderr=full)

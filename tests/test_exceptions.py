@@ -83,6 +83,34 @@ def test_wfi_with_nothing_to_wake_the_core_ends_the_run(make_machine, elf):
     assert "sleep forever" in r.message
 
 
+def test_wfi_sleeping_forever_is_reported_at_the_wfi(make_machine, elf):
+    m = make_machine()
+    m.load(elf("bench"))
+    m.write_memory(SRAM_CODE, bytes.fromhex("30bffde7"))
+    m.set_reg("pc", SRAM_CODE)
+    r = m.run(max_cycles=10**6)
+    assert r.message.startswith(f"WFI at 0x{SRAM_CODE:08x}")
+
+
+def test_sleep_on_exit_with_nothing_to_wake_the_core_says_so_not_wfi(make_machine, elf):
+    """SRAM code: SCR.SLEEPONEXIT = 1, then PendSV pended, whose handler (vector
+    redirected to SRAM) is ``bx lr``: the return to thread mode sleeps, with the thread
+    at ``b .`` and no WFI anywhere."""
+    m = make_machine()
+    m.load(elf("bench"))
+    handler = SRAM_CODE + 0x40
+    code = bytes.fromhex("00bf" "00bf" "00bf" "0648" "0221" "0160" "0548" "0649" "0160" "fee7" "00bf00bf")
+    literals = [0, 0, 0xE000ED10, 0xE000ED04, 1 << 28]
+    m.write_memory(SRAM_CODE, code + b"".join(v.to_bytes(4, "little") for v in literals))
+    m.write_memory(handler, bytes.fromhex("7047"))
+    m.write_memory(m.config.flash.base + 4 * 14, (handler | 1).to_bytes(4, "little"))  # PendSV
+    m.set_reg("pc", SRAM_CODE)
+    r = m.run(max_cycles=10**6)
+    assert r.reason == StopReason.SLEEP_FOREVER
+    assert r.message.startswith(f"sleep-on-exit (SCR.SLEEPONEXIT) before returning to 0x{SRAM_CODE + 0x12:08x}")
+    assert "WFI" not in r.message
+
+
 def test_primask_holds_an_interrupt_until_cleared(make_machine, elf):
     """SRAM code: ``cpsid i`` (b672); ``nop`` x2 (bf00); ``cpsie i`` (b662); ``b .`` (e7fe)."""
     m = make_machine()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from emulator import native
 from emulator.machine import StopReason
+from emulator.observe import Kind, Observer
 from emulator.rsakey import demo_key
 from peripherals.nvic import FIRST_IRQ, HARDFAULT, NMI, PENDSV, SVCALL, SYSTICK, Nvic
 
@@ -50,6 +51,34 @@ def test_rsa2048_on_the_pka_runs_identically_with_and_without_fast_paths(make_ma
     fast = _run(make_machine, elf("xrsa_opt"), True, symbols)
     assert fast[0] == StopReason.EXIT and fast[1] == 0
     assert fast == _run(make_machine, elf("xrsa_opt"), False, symbols)
+
+
+class _Spins(Observer):
+    def __init__(self) -> None:
+        self.spins = 0
+
+    def events(self, batch) -> None:
+        self.spins += sum(1 for e in batch if e.kind == Kind.SPIN)
+
+
+def test_unrolled_polls_of_the_pka_run_identically_and_are_fast_forwarded(make_machine, elf):
+    """xrsa_win polls SR.BUSY in a loop the compiler unrolled four times (four blocks,
+    the last branching back): it is fast-forwarded to the PKA's end like a one-block
+    loop, skipping only whole iterations that end before it."""
+    key = demo_key(2048)
+    msg = 0x1234567 % key.n
+    symbols = [("rsa_input_key", key.pack()), ("rsa_input_msg", msg.to_bytes(256, "big")),
+               ("rsa_op", bytes(4)), ("rsa_check", bytes(4))]
+    m = make_machine()
+    m.load(elf("xrsa_win"))
+    for name, data in symbols:
+        m.write_symbol(name, data)
+    spins = _Spins()
+    m.observe(spins)
+    fast = _outcome(m, m.run(max_cycles=BUDGET))
+    assert fast[0] == StopReason.EXIT and fast[1] == 0
+    assert spins.spins > 1000
+    assert fast == _run(make_machine, elf("xrsa_win"), False, symbols)
 
 
 def test_spinning_main_loop_with_nothing_to_interrupt_it_stops_at_once_as_stuck(make_machine, elf):

@@ -169,3 +169,21 @@ def test_device_registers_cannot_be_watched(compute):
 def test_an_unknown_kind_is_refused(compute):
     with pytest.raises(UsageError, match="kind 'change'"):
         compute().add_watchpoint("compute_checksum", kind="change")
+
+
+def test_a_load_in_the_middle_of_a_translated_block_is_found_exactly(make_machine, elf):
+    """Unicorn's PC in a memory hook is often the start of the translated block, not
+    the load (xRSA's exponent loop reads a key byte mid-block): the stop must still be
+    at the load, with the counts forward execution has after it."""
+    def make():
+        m = make_machine()
+        m.load(elf("xrsa"))
+        return m
+
+    m = make()
+    byte = m.image.symbol("rsa_input_key").address + 0x407  # an exponent byte read in crt_exp's loop
+    m.add_watchpoint(byte, 1, "read")
+    result = m.run()
+    assert result.reason == StopReason.WATCHPOINT and m.describe(result.watch.pc).startswith("crt_exp+")
+    ref = forward_reference(make, result.watch.pc, m.instructions)
+    assert (ref.cycles, ref.instructions, ref.registers()) == (m.cycles, m.instructions, m.registers())

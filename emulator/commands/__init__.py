@@ -3,6 +3,6 @@
 Each module offers ``add_parser(subparsers)`` and ``main(args, console) -> int``.
 """
 
-from . import debug, diff, profile, regress
+from . import debug, diff, gdbserver, profile, regress
 
-COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "debug": debug}
+COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "debug": debug, "gdbserver": gdbserver}
