@@ -384,12 +384,15 @@ static inline __attribute__((always_inline)) void crt_pow(const win_layout_t *ly
 #endif
 
 #if RSA_TABLE_SRAM
-/* All ones if j = idx, else 0: arithmetic on the secret, no branch. */
+/* All ones if j = idx, else 0: arithmetic on the secret, no branch. The barrier sits
+ * on the 0/1 value: placed on the mask, it let Clang make the mask with a branch on
+ * the secret (cmp; bne; mvns), which pkasim ct-check found (docs/ct-check.md). */
 static inline uint32_t eq_mask(uint32_t j, uint32_t idx)
 {
     uint32_t t = value_barrier(j ^ idx);
+    uint32_t nonzero = value_barrier((t | (0u - t)) >> 31);
 
-    return value_barrier(((t | (0u - t)) >> 31) - 1u);
+    return nonzero - 1u;
 }
 
 /*
