@@ -4,6 +4,7 @@ the forward execution passed through (emulator/debugger/timetravel.py)."""
 from __future__ import annotations
 
 import pytest
+from unicorn import UC_HOOK_MEM_WRITE
 
 from emulator.debugger.timetravel import HISTORY_START, TimeTravel
 
@@ -91,3 +92,31 @@ def test_a_step_over_wfi_sleeps_until_the_interrupt_as_a_run_does(xrsa):
     before = xrsa.cycles
     xrsa.step()
     assert not xrsa.core.sleeping and xrsa.cycles - before > 100  # slept through the MONTMUL
+
+
+def test_reverse_continue_returns_to_just_after_the_last_watched_write(xrsa, make_machine, elf):
+    addr = xrsa.image.symbol("pka_done").address
+    # The truth: every instruction numbered by a code hook, every write to pka_done noted.
+    plain = make_machine()
+    plain.load(elf("xrsa"))
+    current, writes = [0], []
+    plain.on_instructions(0, 0xFFFFFFFF, lambda a, size, cycle, n: current.__setitem__(0, n))
+    plain.core.uc.hook_add(UC_HOOK_MEM_WRITE, lambda *args: writes.append(current[0]), begin=addr, end=addr + 3)
+    plain.core.flush_translations()
+    plain.run(max_cycles=20_000)
+    tt = TimeTravel(xrsa, interval_cycles=5_000)
+    tt.run(max_cycles=20_000)
+    assert xrsa.cycles == plain.cycles
+    stop = tt.reverse_continue(breakpoints=[], watchpoints=[(addr, 4, "w")])
+    assert stop.reason == "watchpoint"
+    assert xrsa.instructions == writes[-1] + 1  # just after the last write
+    tt.reverse_continue(breakpoints=[], watchpoints=[(addr, 4, "w")])
+    assert xrsa.instructions == writes[-2] + 1
+
+
+def test_goto_instruction_lands_just_after_the_instruction_before(xrsa):
+    tt = TimeTravel(xrsa, interval_cycles=20_000)
+    tt.run(max_cycles=60_000)
+    n = xrsa.instructions - 1000
+    tt.goto_instruction(n)
+    assert xrsa.instructions == n

@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from unicorn import UC_HOOK_MEM_WRITE
+
 from emulator.core import REG_NAMES, SPECIAL_REGS
 from emulator.errors import PkasimError, UsageError
 from emulator.machine import Machine
@@ -23,13 +25,17 @@ from emulator.results import StopReason
 from . import views
 from .dwarf import DebugInfo
 from .expr import Evaluator
-from .timetravel import DEFAULT_INTERVAL, HISTORY_START, Stop, TimeTravel
+from .timetravel import DEFAULT_INTERVAL, HISTORY_START, INTERRUPTED, Stop, TimeTravel
 from .unwind import call_stack
 
+_FORWARD = {"stepi", "si", "step", "s", "next", "n", "nexti", "ni", "finish", "fin", "continue", "c", "cycle",
+            "run-to-cycle", "pka-next", "until-pka"}
+_ENDS = {StopReason.EXIT.value, StopReason.LOCKUP.value, StopReason.STUCK.value, StopReason.SLEEP_FOREVER.value}
 _MOVES = {"stepi", "si", "step", "s", "next", "n", "nexti", "ni", "finish", "fin", "continue", "c", "cycle",
           "run-to-cycle", "pka-next", "until-pka", "reverse-stepi", "rsi", "reverse-step", "rs", "reverse-continue",
           "rc"}
 MAX_LINE_STEPS = 1_000_000  # instructions a source-line step may take before it gives up
+PKA_SLICE = 200_000  # cycles pka-next runs before it looks back for the start
 
 
 class DebugError(PkasimError):
@@ -68,7 +74,8 @@ class _Forward:
     def step(self) -> Stop:
         return self._stop(self.machine.step())
 
-    def run(self, max_cycles: int | None = None, until: int | None = None) -> Stop:
+    def run(self, max_cycles: int | None = None, until: int | None = None,
+            interrupt: Callable[[], bool] | None = None) -> Stop:
         return self._stop(self.machine.run(max_cycles=max_cycles, until=until))
 
     def forget_future(self) -> None:
@@ -87,6 +94,16 @@ def _is_call(machine: Machine, pc: int) -> int:
     if lo & 0xFF87 == 0x4780:
         return 2
     return 0
+
+
+def _changed_word(base: int, old: bytes, new: bytes) -> str:
+    """The aligned word holding the first changed byte, before and after."""
+    diff = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), None)
+    if diff is None:
+        return "the value is unchanged"
+    lo = diff - (base + diff) % 4 if diff >= (base + diff) % 4 else 0
+    hi = min(len(old), lo + 4)
+    return (f"0x{base + lo:08x}: old 0x{old[lo:hi][::-1].hex()} new 0x{new[lo:hi][::-1].hex()}")
 
 
 class Debugger:
@@ -108,8 +125,13 @@ class Debugger:
         self.since_cycles = machine.cycles  # ... and at the stop before it (the views show the difference)
         self.previous_regs = machine.registers()  # the registers at the previous stop
         self.history: list[str] = []
+        self._ended: tuple[tuple[int, int], str] | None = None  # where the firmware's run ended, and how
+        self._fault_shown = None
         self.evaluate = Evaluator(self._register_value, self._symbol, machine.read_u32, machine.read_memory)
         self.quit = False
+        self.memory_view: tuple[int, int, str] | None = None  # (address, unit, format) of the last x
+        # Asked between run slices (reverse execution on): True ends the run (the TUI's Ctrl-C).
+        self.interrupted: Callable[[], bool] = lambda: False
         self._commands: dict[str, tuple[Callable[[str], list[str]], str]] = {}
         self._register_commands()
 
@@ -128,6 +150,9 @@ class Debugger:
         if entry is None:
             return [f"error: unknown command '{name}' (try 'help')"]
         fn = entry[0]
+        if name in _FORWARD and self._ended is not None and self._ended[0] == self._position():
+            return [f"error: {self._ended[1]}: nothing runs from here (go back with reverse-stepi or "
+                    "reverse-continue, or quit)"]
         if name in _MOVES:
             self.previous_regs = self.machine.registers()  # the views mark what this command changes
         try:
@@ -226,6 +251,9 @@ class Debugger:
         except UsageError:
             raise DebugError(f"no symbol named '{spec}'") from None
 
+    def _position(self) -> tuple[int, int]:
+        return (self.machine.instructions, self.machine.cycles)
+
     # ------------------------------------------------------------------ stops
     def _report(self, stop: Stop) -> list[str]:
         m = self.machine
@@ -240,9 +268,13 @@ class Debugger:
             else:
                 head = f"Stopped: {stop.message or 'breakpoint'}"
         elif reason == "watchpoint":
-            head = f"Watchpoint: {stop.message}"
+            head = self._watch_head(stop)
+        elif reason == "pka":
+            head = f"PKA operation started: {self._pka_summary()}"
         elif reason == StopReason.EXIT.value:
             head = f"The firmware exited with code {stop.exit_code}"
+        elif reason == INTERRUPTED:
+            head = "Interrupted"
         elif reason == HISTORY_START:
             head = f"No more history: {stop.message}"
         elif reason in (StopReason.STEP.value, StopReason.UNTIL.value, StopReason.BUDGET.value):
@@ -250,6 +282,18 @@ class Debugger:
         else:
             head = f"Stopped ({reason}): {stop.message}"
         lines = [head]
+        fault = m.last_fault
+        if fault is not None and fault != self._fault_shown:
+            self._fault_shown = fault
+            at = f" (address 0x{fault.address:08x})" if fault.address is not None else ""
+            lines.append(f"Fault: {fault.cause}{at} at 0x{fault.pc:08x} {fault.where}: {fault.instruction} "
+                         f"[{fault.exception}]")
+            if fault.registers:
+                lines.append("  " + " ".join(f"{k}={v:08x}" for k, v in fault.registers.items()))
+        if reason in _ENDS:
+            how = {StopReason.EXIT.value: f"the firmware exited with code {stop.exit_code}",
+                   StopReason.LOCKUP.value: "the core locked up"}.get(reason, f"the run ended ({reason})")
+            self._ended = (self._position(), how)
         if reason not in (StopReason.STEP.value, StopReason.UNTIL.value, StopReason.BUDGET.value) \
                 and reason != StopReason.BREAKPOINT.value:
             lines.append(views.location(m, self.info, m.pc))
@@ -261,6 +305,32 @@ class Debugger:
         self.since_cycles, self.stop_cycles = self.stop_cycles, m.cycles
         lines.append(views.time_line(m, self.since_cycles))
         return lines
+
+    def _watch_head(self, stop: Stop) -> str:
+        hit = stop.result.watch if stop.result is not None else None
+        if hit is None:
+            return f"Watchpoint: {stop.message}"
+        w = hit.watchpoint
+        wp = next((x for x in self.watchpoints.values() if (x.address, x.size, self._KINDS[x.mode]) ==
+                   (w.address, w.size, w.kind)), None)
+        if wp is not None:
+            wp.hits += 1
+        label = f"Watchpoint {wp.number}: {wp.spec}" if wp is not None else f"Watchpoint at 0x{w.address:08x}"
+        text = f"{label}: {hit.access} by {self.machine.describe(hit.pc)}"
+        if hit.new is not None:
+            text += "; " + _changed_word(w.address, hit.old, hit.new)
+        return text
+
+    def _pka_summary(self) -> str:
+        from peripherals.pka import COMMANDS, Reg
+
+        dev = next((d for d in self.machine.peripherals.values() if hasattr(d, "peek")), None)
+        if dev is None:
+            return ""
+        cr = dev.state.regs[Reg.CR >> 2]
+        op = COMMANDS.get(cr >> 8 & 0x3F)
+        name = getattr(op, "name", f"opcode {cr >> 8 & 0x3F:#x}")
+        return f"{name} LEN {dev.state.regs[Reg.LEN >> 2]} by {self.machine.describe(self.machine.pc)}"
 
     def _after(self, stop: Stop) -> list[str]:
         return self._report(stop)
@@ -310,7 +380,7 @@ class Debugger:
             m.add_breakpoint(addr)
         try:
             while True:
-                stop = self.exec.run()
+                stop = self.exec.run(interrupt=self.interrupted)
                 if stop.reason == StopReason.BREAKPOINT.value and m.pc == addr:
                     if m.reg("sp") >= sp:
                         if not temp:
@@ -380,7 +450,7 @@ class Debugger:
         return out
 
     def cmd_continue(self, arg: str) -> list[str]:
-        return self._after(self.exec.run())
+        return self._after(self.exec.run(interrupt=self.interrupted))
 
     def cmd_cycle(self, arg: str) -> list[str]:
         if not arg:
@@ -392,7 +462,7 @@ class Debugger:
         stop = None
         margin = 64
         if target - m.cycles > margin:
-            stop = self.exec.run(max_cycles=target - margin - m.cycles)
+            stop = self.exec.run(max_cycles=target - margin - m.cycles, interrupt=self.interrupted)
             if stop.reason != StopReason.BUDGET.value:
                 return self._after(stop)
         while m.cycles < target:
@@ -408,45 +478,81 @@ class Debugger:
         dev = next((d for d in m.peripherals.values() if isinstance(d, Pka)), None)
         if dev is None:
             raise DebugError("this chip has no PKA")
-        stop = self._until_pka_start(dev)
-        return self._after(stop)
+        return self._after(self._until_pka_start(dev))
 
     def _until_pka_start(self, dev) -> Stop:
-        """Stop right after the instruction that starts a PKA operation (a write of
-        START to CR), found by a write watch on CR."""
-        from peripherals.pka import Reg
+        """Stop right after the instruction that starts a PKA operation (a store of
+        CR.START). A device register cannot be watched the way memory is (its store
+        cannot be taken back), so a write hook on CR notes that instruction's number
+        without stopping; the run goes on to the end of its slice and time travel
+        brings the machine back to just after it. Without reverse execution it steps."""
+        from peripherals.pka import CR_START, Reg
 
         m = self.machine
-        before = self._pka_ops(dev)
-        handle = self._add_machine_watch(dev.base + Reg.CR, 4, "w")
-        try:
+        core = m.core
+        if self.tt is None:
+            before = self._pka_ops(dev)
             while True:
-                stop = self.exec.run()
-                if stop.reason == "watchpoint" and self._watch_is(stop, dev.base + Reg.CR):
-                    if dev.state.busy or self._pka_ops(dev) != before:
-                        return Stop("pka", m.pc, m.cycles, m.instructions, "a PKA operation started")
-                    continue
-                return stop
+                stop = self.exec.step()
+                if self._pka_ops(dev) != before:
+                    return Stop("pka", m.pc, m.cycles, m.instructions, "a PKA operation started")
+                if self._stopped_by_user(stop):
+                    return stop
+        found: list[tuple[int, int, int]] = []  # (instructions before the block, block start, end)
+        exact: list[int] = []
+        current = [0]
+
+        def on_write(uc: object, access: int, address: int, size: int, value: int, _: object) -> None:
+            # Unicorn's PC is not exact inside a block here: note the block, find the
+            # instruction by replaying that block with a code hook over it.
+            if value & CR_START and not found:
+                st = core.state
+                found.append((core.instructions, st.cur_start, st.cur_end))
+            if value & CR_START and not exact and current[0]:
+                exact.append(current[0])
+
+        cr = dev.base + Reg.CR
+        handle = core.uc.hook_add(UC_HOOK_MEM_WRITE, on_write, begin=cr, end=cr + 3)
+        core.flush_translations()
+        try:
+            while not found:
+                stop = self.tt.run(max_cycles=PKA_SLICE, interrupt=self.interrupted)
+                if not found and stop.reason != StopReason.BUDGET.value:
+                    return stop
+            before, lo, hi = found[0]
+
+            def on_insn(address: int, size: int, cycle: int, number: int) -> None:
+                if number >= before:
+                    current[0] = number
+
+            code = m.on_instructions(lo, max(hi, lo + 2), on_insn)
+            try:
+                head = self.tt.head[0]
+                self.tt.goto_instruction(min(before + (hi - lo) // 2 + 1, head))
+            finally:
+                m.remove_instruction_hook(code)
         finally:
-            self._remove_machine_watch(handle)
+            core.uc.hook_del(handle)
+            core.flush_translations()
+        if not exact:
+            raise DebugError("could not find the instruction that started the PKA operation")
+        self.tt.goto_instruction(exact[0] + 1)
+        return Stop("pka", m.pc, m.cycles, m.instructions, "a PKA operation started")
 
     @staticmethod
     def _pka_ops(dev) -> int:
         return sum(dev.operations.values()) + int(dev.state.busy)
 
     # ------------------------------------------------------------------ watchpoints (the machine's)
+    _KINDS = {"w": "write", "r": "read", "rw": "access"}
+
     def _add_machine_watch(self, addr: int, size: int, mode: str) -> object:
-        add = getattr(self.machine, "add_watchpoint", None)
-        if add is None:
-            raise DebugError("watchpoints need the machine's watchpoint support (emulator/watchpoints.py)")
-        return add(addr, size, mode)
+        kind = self._KINDS[mode]
+        self.machine.add_watchpoint(addr, size, kind)
+        return (addr, size, kind)
 
-    def _remove_machine_watch(self, handle: object) -> None:
-        self.machine.remove_watchpoint(handle)
-
-    def _watch_is(self, stop: Stop, addr: int) -> bool:
-        hit = getattr(self.machine, "last_watch_hit", None)
-        return hit is None or getattr(hit, "address", addr) == addr or f"{addr:08x}" in stop.message
+    def _remove_machine_watch(self, handle: tuple) -> None:
+        self.machine.remove_watchpoint(*handle)
 
     # ------------------------------------------------------------------ breakpoints
     def cmd_break(self, arg: str) -> list[str]:
@@ -537,7 +643,10 @@ class Debugger:
             raise DebugError("x/NUF ADDRESS: give an address")
         if count > 4096:
             raise DebugError("x shows at most 4096 units")
-        return views.memory(self.machine, self.evaluate(arg) & 0xFFFFFFFF, count, unit, style)
+        addr = self.evaluate(arg) & 0xFFFFFFFF
+        out = views.memory(self.machine, addr, count, unit, style)
+        self.memory_view = (addr, unit, style)  # the TUI's memory pane follows the last x
+        return out
 
     def cmd_list(self, arg: str) -> list[str]:
         pc = self.location_of(arg) if arg else self.machine.pc
@@ -585,22 +694,30 @@ class Debugger:
         return self._after(stop)
 
     def cmd_reverse_step(self, arg: str) -> list[str]:
+        """Back to the first instruction of the previous source line (as gdb): out of
+        the current line, then back through the previous one until the instruction
+        before belongs to another line, and forward to that boundary again."""
         tt = self._need_reverse()
         m = self.machine
-        start = self.info.line_at(m.pc)
+        start = self._source_line()
         stop = tt.reverse_step()
         if start is None:
             return self._after(stop)
-        # Back out of the current line, then to the first instruction of the previous one.
-        while stop.reason != HISTORY_START and (self.info.line_at(m.pc) in (None, start)):
+        while stop.reason != HISTORY_START and self._source_line() in (None, start):
             stop = tt.reverse_step()
-        line = self.info.line_at(m.pc)
-        while stop.reason != HISTORY_START and not self.info.line_starts(m.pc):
+        line = self._source_line()
+        while stop.reason != HISTORY_START:
+            here = tt.position
             stop = tt.reverse_step()
-            if self.info.line_at(m.pc) != line:
-                stop = tt.step()
+            if self._source_line() != line:
+                tt.goto_position(here)
+                stop = Stop(StopReason.STEP.value, m.pc, m.cycles, m.instructions)
                 break
         return self._after(stop)
+
+    def _source_line(self) -> tuple[str, int] | None:
+        line = self.info.line_at(self.machine.pc)
+        return None if line is None else (line.file, line.line)
 
     def cmd_reverse_continue(self, arg: str) -> list[str]:
         tt = self._need_reverse()

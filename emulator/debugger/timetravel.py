@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import bisect
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
+from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE
 
 from emulator.errors import PkasimError
 from emulator.machine import Machine
@@ -45,8 +45,10 @@ from .snapshot import LogArchive, Snapshot, capture, restore
 
 DEFAULT_INTERVAL = 1_000_000  # cycles between snapshots (docs/debugger.md: the cost per interval)
 DEFAULT_MAX_SNAPSHOTS = 4096  # beyond it, every other snapshot is dropped
+STEPS_PER_SNAPSHOT = 10_000  # also a snapshot after this many steps (re-stepping is slow)
 FIRST_MARGIN = 512  # cycles a replay's full-speed part stops short of its target
 HISTORY_START = "history-start"
+INTERRUPTED = "interrupted"
 WATCHPOINT = "watchpoint"
 
 Position = tuple[int, int]  # (instructions, cycles)
@@ -77,7 +79,8 @@ class Stop:
 
 @dataclass(frozen=True)
 class Op:
-    """One recorded forward operation: ``step``, or a ``run`` slice with its absolute
+    """One recorded forward operation: ``step`` (consecutive steps make one op, each
+    step replayed as a step until the op's end), or a ``run`` slice with its absolute
     cycle budget and ``until``; ``insn`` set: the run was cut before that instruction
     number (a stop inside a block: a breakpoint, a watchpoint, a landing)."""
 
@@ -142,6 +145,8 @@ class TimeTravel:
         self._ops: list[Op] = []
         self._starts: list[Position] = []
         self._origin = self.position
+        self._steps = 0  # steps since the last snapshot
+        self._step_from: Position | None = None  # where the last replayed step started
         self.replays = 0  # re-executions done (for the benchmark and the docs)
         self._take()
 
@@ -176,6 +181,7 @@ class TimeTravel:
             return
         self._snaps.insert(i, capture(self.machine, self._logs))
         self._keys.insert(i, pos)
+        self._steps = 0
         if len(self._snaps) > self.max_snapshots:
             keep = [0] + list(range(2, len(self._snaps), 2))
             self._snaps = [self._snaps[k] for k in keep]
@@ -215,7 +221,7 @@ class TimeTravel:
             del self._snaps[cut:], self._keys[cut:]
             self._take()
         last = self._snaps[-1]
-        if self.machine.cycles - last.cycles >= self.interval:
+        if self.machine.cycles - last.cycles >= self.interval or self._steps >= STEPS_PER_SNAPSHOT:
             self._take()
 
     def _record(self, op: Op) -> None:
@@ -232,11 +238,20 @@ class TimeTravel:
         self._begin_forward()
         start = self.position
         r = self.machine.step()
-        self._record(Op("step", start, self.position, r.reason.value))
+        end = self.position
+        last = self._ops[-1] if self._ops else None
+        if last is not None and last.kind == "step" and last.end == start and self._keys[-1] != start \
+                and end != start:
+            self._ops[-1] = replace(last, end=end, reason=r.reason.value)  # one more step of the same op
+        else:
+            self._record(Op("step", start, end, r.reason.value))
+        self._steps += 1
         return self._stop(r)
 
-    def run(self, max_cycles: int | None = None, until: int | str | None = None) -> Stop:
-        """As ``Machine.run``, in slices of the snapshot interval."""
+    def run(self, max_cycles: int | None = None, until: int | str | None = None,
+            interrupt: Callable[[], bool] | None = None) -> Stop:
+        """As ``Machine.run``, in slices of the snapshot interval; ``interrupt`` is asked
+        between slices (a user's Ctrl-C) and ends the run there, reason ``interrupted``."""
         m = self.machine
         end = m.cycles + max_cycles if max_cycles is not None else None
         until_addr = m._resolve(until) if until is not None else None
@@ -257,6 +272,8 @@ class TimeTravel:
             insn = None if reason in _BLOCK_STOPS else m.instructions
             self._record(Op("run", start, self.position, reason, budget_end, until_addr, insn))
             if r.reason == StopReason.BUDGET and (end is None or m.cycles < end):
+                if interrupt is not None and interrupt():
+                    return Stop(INTERRUPTED, m.pc, m.cycles, m.instructions, "interrupted")
                 continue
             return self._stop(r)
 
@@ -269,6 +286,9 @@ class TimeTravel:
         bps = set(m.breakpoints)
         for a in bps:
             m.remove_breakpoint(a)
+        watches = list(getattr(m, "watchpoints", []))
+        for w in watches:
+            m.remove_watchpoint(w.address, w.size, w.kind)
         sh = m._sh
         saved = dict(sh.streams) if sh is not None else None
         if sh is not None:
@@ -280,6 +300,8 @@ class TimeTravel:
                 sh.streams = saved
             for a in bps:
                 m.add_breakpoint(a)
+            for w in watches:
+                m.add_watchpoint(w.address, w.size, w.kind)
 
     def _restore_for(self, k: int) -> int:
         """Restore the latest snapshot at or before op ``k``'s start; the first op to
@@ -293,15 +315,25 @@ class TimeTravel:
             raise TimeTravelError(f"no recorded operation starts at snapshot {pos}")
         return j
 
-    def _redo(self, op: Op, stop_insn: int | None = None, stop_cycles: int | None = None) -> None:
+    def _redo(self, op: Op, stop_insn: int | None = None, stop_cycles: int | None = None,
+              stop_pos: Position | None = None) -> None:
         """Re-execute ``op``; with ``stop_insn``, stop before that instruction number
-        (at most ``stop_cycles``), inside the op."""
+        (at most ``stop_cycles``), inside the op; a step op can also stop at ``stop_pos``."""
         m = self.machine
         if self.position != op.start:
             raise TimeTravelError(f"replay at {self.position}, expected {op.start}")
         if op.kind == "step":
-            if stop_insn is None:
+            goal = stop_pos if stop_pos is not None else op.end
+            while self.position < goal and (stop_insn is None or m.instructions < stop_insn):
+                before = self._step_from = self.position
                 m.step()
+                if self.position == before or self.position > op.end:
+                    raise TimeTravelError(f"replay of steps from {op.start} left the recorded path at "
+                                          f"{self.position}")
+            if stop_pos is not None and self.position != stop_pos:
+                raise TimeTravelError(f"replay of steps reached {self.position}, not {stop_pos}")
+            if stop_insn is not None or stop_pos is not None:
+                return
         else:
             insn = stop_insn if stop_insn is not None else op.insn
             if insn is None:
@@ -341,16 +373,22 @@ class TimeTravel:
         if m.instructions != insn:
             raise TimeTravelError(f"replay of a run from {op.start} did not stop before instruction {insn:,}")
 
-    def goto(self, k: int, stop_insn: int | None = None, stop_cycles: int | None = None) -> None:
+    def goto(self, k: int, stop_insn: int | None = None, stop_cycles: int | None = None,
+             stop_pos: Position | None = None) -> None:
         """The machine as it was at the end of op ``k`` (or inside it, before
-        instruction number ``stop_insn``)."""
+        instruction number ``stop_insn``, or at ``stop_pos`` in a step op)."""
         with self._replaying():
             j = self._restore_for(k)
             for op in self._ops[j:k]:
                 self._redo(op)
             if k < len(self._ops):
-                self._redo(self._ops[k], stop_insn, stop_cycles)
+                self._redo(self._ops[k], stop_insn, stop_cycles, stop_pos)
         self._land()
+
+    def goto_position(self, pos: Position) -> None:
+        """Back (or forward) to a recorded position: an operation's end, or a point
+        inside one that re-execution can reach (a step boundary, an instruction number)."""
+        self._goto_position(pos)
 
     def _goto_position(self, pos: Position) -> None:
         if pos == self._origin:
@@ -364,6 +402,8 @@ class TimeTravel:
             self.goto(k)
         elif pos == op.start:
             self.goto(k - 1) if k > 0 else self._goto_position(self._origin)
+        elif op.kind == "step":
+            self.goto(k, stop_pos=pos)
         else:
             self.goto(k, pos[0], pos[1])
         if self.position != pos:
@@ -388,7 +428,10 @@ class TimeTravel:
             return self._here(HISTORY_START, "at the start of the recorded history")
         k = bisect.bisect_left([op.end for op in self._ops], cur)  # the op ending at or holding cur
         op = self._ops[k]
-        if op.kind == "step" or cur[0] - 1 < op.start[0]:
+        if op.kind == "step":
+            self.goto(k, stop_pos=cur)  # once to learn where the last step began
+            self._goto_position(self._step_from)
+        elif cur[0] - 1 < op.start[0]:
             self._goto_position(op.start)
         else:
             self.goto(k, cur[0] - 1, cur[1])
@@ -417,58 +460,117 @@ class TimeTravel:
         return self._here(reason, message)
 
     def _scan(self, cur: Position, bps: set[int], watches: list[tuple[int, int, str]]) -> list:
-        """Every pass at a breakpoint address (the position before it executes) and
-        every watched access (the position after the instruction) before ``cur``,
-        found by re-executing the recorded history with hooks that do not stop."""
+        """The last pass at a breakpoint address (the position before it executes) and
+        the last watched access (the position after the instruction) before ``cur``,
+        found by re-executing the recorded history, one snapshot interval at a time
+        from the newest, with hooks that do not stop."""
         m = self.machine
         core = m.core
-        settler = m._loop._settler
         hits: list[tuple[Position, str, str]] = []
-        pending_watch: list[tuple[int, str]] = []
+        blocks: list[tuple[int, int, int]] = []  # watched accesses: (instructions before the block, its range)
 
         def at_bp(address: int, size: int, cycle: int, number: int) -> None:
             hits.append(((number, cycle), StopReason.BREAKPOINT.value, f"breakpoint at {m.describe(address)}"))
 
         def on_access(uc: object, access: int, address: int, size: int, value: int, _: object) -> None:
-            pc = core.pc
+            # Unicorn's PC is not exact inside a block in a memory hook: note the block;
+            # _resolve finds the instruction by replaying it under a code hook.
             s = core.state
-            n = core.instructions
-            if s.cur_valid and s.cur_start <= pc < s.cur_end:
-                n += settler.cost_before(pc)[1]
-            kind = "write" if access == 17 else "read"  # UC_MEM_WRITE
-            pending_watch.append((n + 1, f"{kind} of 0x{address:08x}"))
+            pc = core.pc
+            lo, hi = (s.cur_start, s.cur_end) if s.cur_valid else (pc, pc + 2)
+            if not blocks or blocks[-1] != (core.instructions, lo, hi):
+                blocks.append((core.instructions, lo, hi))
 
         handles = [m.on_instructions(a, a + 2, at_bp) for a in sorted(bps)]
-        for addr, size, mode in watches:
-            kinds = (UC_HOOK_MEM_READ if "r" in mode else 0) | (UC_HOOK_MEM_WRITE if "w" in mode else 0)
-            handles.append(core.uc.hook_add(kinds, on_access, begin=addr, end=addr + max(size, 1) - 1))
+        handles += self._watch_hooks(watches, on_access)
         ends = [op.end for op in self._ops]
-        out: list = []
+        found: list = []
         try:
             seg_end = cur
-            while seg_end > self._origin:  # one snapshot interval at a time, newest first
+            while seg_end > self._origin and not found:
                 hits.clear()
-                pending_watch.clear()
+                blocks.clear()
                 k = bisect.bisect_left(ends, seg_end)
                 self.goto(k)
-                out = [h for h in hits if h[0] < seg_end]
-                out += [((n, -1), WATCHPOINT, what) for n, what in pending_watch if n <= seg_end[0]]
-                if out:
-                    break
+                found = [h for h in hits if h[0] < seg_end][-1:]
+                noted = list(blocks)
+                if noted:
+                    for h in handles:
+                        m.remove_instruction_hook(h)
+                    handles = []
+                    hit = self._resolve(k, noted, watches, cur)
+                    if hit is not None:
+                        found.append(hit)
+                    handles = [m.on_instructions(a, a + 2, at_bp) for a in sorted(bps)]
+                    handles += self._watch_hooks(watches, on_access)
                 seg_end = self._keys[self._snap_at_or_before(self._ops[k].start)]
         finally:
             for h in handles:
                 m.remove_instruction_hook(h)
             core.flush_translations()
-        out = [self._watch_position(h) if h[0][1] < 0 else h for h in out]
-        return [h for h in out if h[0] < cur]
+        return [h for h in found if h[0] < cur]
 
-    def _watch_position(self, hit: tuple) -> tuple:
-        """A watched access's stop: the boundary after the accessing instruction."""
-        (n, _), reason, message = hit
-        k = next(i for i, op in enumerate(self._ops) if op.start[0] <= n <= op.end[0] and op.end[0] >= n)
+    def _watch_hooks(self, watches: list[tuple[int, int, str]], fn) -> list[object]:
+        core = self.machine.core
+        handles = []
+        for addr, size, mode in watches:
+            kinds = (UC_HOOK_MEM_READ if "r" in mode else 0) | (UC_HOOK_MEM_WRITE if "w" in mode else 0)
+            handles.append(core.uc.hook_add(kinds, fn, begin=addr, end=addr + max(size, 1) - 1))
+        core.flush_translations()
+        return handles
+
+    def _resolve(self, k: int, blocks: list[tuple[int, int, int]], watches: list[tuple[int, int, str]],
+                 cur: Position) -> tuple[Position, str, str] | None:
+        """The last watched access in ``blocks`` (noted while re-executing up to op
+        ``k``) whose stop, after its instruction, lies before ``cur``: each block visit
+        is replayed, newest first, with a code hook over it that numbers its
+        instructions exactly."""
+        m = self.machine
+        for before, lo, hi in reversed(blocks):
+            current = [0, 0]  # the instruction executing: its number, its address
+            numbers: list[tuple[int, str]] = []
+
+            def on_insn(address: int, size: int, cycle: int, number: int, current: list = current) -> None:
+                current[0], current[1] = number, address
+
+            def on_access(uc: object, access: int, address: int, size: int, value: int, _: object,
+                          before: int = before, lo: int = lo, span: int = hi - lo, current: list = current,
+                          numbers: list = numbers) -> None:
+                n, at = current
+                st = m.core.state
+                in_visit = (st.cur_start == lo) if st.cur_valid else (at == lo)
+                if in_visit and m.core.instructions == before and before <= n < before + span:
+                    kind = "write" if access == UC_MEM_WRITE else "read"
+                    numbers.append((n, f"{kind} of 0x{address:08x} by the instruction at {m.describe(at)}"))
+
+            handles = [m.on_instructions(lo, max(hi, lo + 2), on_insn)] + self._watch_hooks(watches, on_access)
+            try:
+                self.goto(k)
+            finally:
+                for h in handles:
+                    m.remove_instruction_hook(h)
+            for n, what in sorted(set(numbers), reverse=True):
+                if n + 1 > cur[0]:
+                    continue
+                self.goto_instruction(n + 1)
+                if self.position < cur:
+                    return (self.position, WATCHPOINT, what)
+        return None
+
+    def goto_instruction(self, n: int) -> Stop:
+        """To the recorded point just before instruction number ``n`` executes (just
+        after instruction ``n - 1``; the end of the op that executed it if no
+        instruction follows in the history)."""
+        if not self._ops or not self.oldest[0] <= n <= self.head[0]:
+            raise TimeTravelError(f"instruction {n:,} is not in the recorded history")
+        k = next(i for i, op in enumerate(self._ops) if op.start[0] <= n <= op.end[0])
         op = self._ops[k]
-        if op.kind == "step" or n == op.end[0]:
-            return (op.end, reason, message)
-        self.goto(k, n, op.end[1])
-        return (self.position, reason, message)
+        if n == op.start[0] and k > 0 and self._ops[k - 1].end[0] == n:
+            k, op = k - 1, self._ops[k - 1]
+        if n == op.end[0]:
+            self.goto(k)
+        elif op.kind == "step":
+            self.goto(k, stop_insn=n)
+        else:
+            self.goto(k, n, op.end[1])
+        return self._here(StopReason.STEP.value)

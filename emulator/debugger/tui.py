@@ -5,8 +5,9 @@ Rich draws the whole screen at once from a ``Layout`` (no clearing between frame
 so nothing flickers) at the terminal's current size, read again on every frame and
 on SIGWINCH (so it resizes). Keys: F5 continue, F6 pka-next, F7 reverse-stepi, F8
 reverse-continue, F9 finish, F10 next, F11 step, F12 stepi; Enter on an empty line
-repeats the last command; Up/Down walk the command history; Ctrl-L redraws; Ctrl-D
-or ``quit`` leaves. The terminal's mode is restored however the loop ends.
+repeats the last command; Up/Down walk the command history; Ctrl-C interrupts a
+run (between its slices) or clears the line; Ctrl-L redraws; Ctrl-D or ``quit``
+leaves. The terminal's mode is restored however the loop ends.
 """
 
 from __future__ import annotations
@@ -103,13 +104,26 @@ class Screen:
         return Panel(body, title="registers", title_align="left", padding=(0, 0))
 
     def _stack(self, height: int, width: int) -> Panel:
+        """The call stack, then the stack from SP, or the memory the last ``x`` showed."""
         m = self.d.machine
         frames = views.backtrace(m, self.d.info)
         room = max(1, height - 2)
         shown = frames[:max(1, room // 2)]
-        lines = shown + views.stack(m, max(0, room - len(shown)))
+        rest = max(0, room - len(shown))
+        title = "call stack / stack"
+        if self.d.memory_view is not None and rest:
+            addr, unit, style = self.d.memory_view
+            per_line = {1: 8, 2: 8, 4: 4, 8: 2}[unit]
+            try:
+                mem = views.memory(m, addr, rest * per_line, unit, style)
+                title = f"call stack / memory at 0x{addr:08x}"
+            except Exception:  # noqa: BLE001 - an address that stopped being readable
+                mem = views.stack(m, rest)
+        else:
+            mem = views.stack(m, rest)
+        lines = shown + mem
         body = "\n".join(ln[:max(1, width - 4)] for ln in lines[:room])
-        return Panel(Text(body), title="call stack / stack", title_align="left", padding=(0, 0))
+        return Panel(Text(body), title=title, title_align="left", padding=(0, 0))
 
     def _pka(self, height: int, width: int) -> Panel:
         lines = views.pka(self.d.machine)
@@ -173,6 +187,13 @@ class _Terminal:
     def restore(self) -> None:
         termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
 
+    def interrupted(self) -> bool:
+        """A Ctrl-C waiting in the input (asked between run slices)."""
+        while select.select([self.fd], [], [], 0)[0]:
+            if os.read(self.fd, 1) == b"\x03":
+                return True
+        return False
+
     def key(self, timeout: float) -> str | None:
         ready, _, _ = select.select([self.fd], [], [], timeout)
         if not ready:
@@ -198,6 +219,7 @@ def run_tui(args: argparse.Namespace, console: Console) -> int:
     term = _Terminal(sys.stdin.fileno())
     resized = [False]
     old_handler = signal.signal(signal.SIGWINCH, lambda *_: resized.__setitem__(0, True))
+    debugger.interrupted = term.interrupted
     history: list[str] = []
     hist_pos = 0
     last = ""
@@ -248,7 +270,9 @@ def run_tui(args: argparse.Namespace, console: Console) -> int:
                         history.append(command)
                     hist_pos = len(history)
                     last = command
-                    log.append(f"(pkasim) {command}")
+                    log.append(f"(pkasim) {command}   running... (Ctrl-C interrupts)")
+                    draw()
+                    log[-1] = f"(pkasim) {command}"
                     log.extend(debugger.execute(command))
                 draw()
     finally:
