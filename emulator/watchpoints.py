@@ -212,10 +212,8 @@ class Watchpoints:
         core = self.core
         s = core.state
         pc = core.pc
-        if not s.cur_valid:
+        if not s.cur_valid or not s.cur_start <= pc < s.cur_end:
             return pc, self._halfword(uc, pc)
-        if not s.cur_start <= pc < s.cur_end:
-            pc = s.cur_start  # PC last written before this block: search all of it
         try:
             code = bytes(uc.mem_read(pc, s.cur_end - pc + 2))
         except Exception:  # noqa: BLE001 - unreadable code: judge the access at PC alone
