@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 _WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_write", "py_intr", "pka", "obs",
            "code", "native_on", "regids", "apsr_regid", "stack_n", "stack_base", "stack_end", "id_primask",
            "id_control", "id_msp", "id_psp", "id_xpsr", "id_ipsr", "fetch_ws", "flash_base", "flash_end",
-           "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit")
+           "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit", "systick")
 # PkaState fields owned by the native log (pointer and capacity) or the wiring.
 _PKA_KEEP = ("log", "log_cap", "ram", "montmul_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
 _SKIP_ATTRS = {"observer", "clock", "irq", "on_change", "on_reset_request", "exceptions", "active_exception",
@@ -228,4 +228,5 @@ def restore(machine: Machine, snap: Snapshot) -> None:
     if extra["sh"] is not None and machine._sh is not None:
         machine._sh.calls, machine._sh.errno, machine._sh.last_exit = extra["sh"]
     machine._loop.forget_loop_verdicts()  # decided again against today's breakpoints
+    core.lib.pk_native_changed(core.state_ref)  # the native devices' next event: computed again
     machine._sync_scb()
