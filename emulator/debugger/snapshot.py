@@ -7,7 +7,8 @@ What a run depends on, and where it lives:
   the code cache is told about restored bytes that held code);
 * the native hook's record (``PkState``: cycle and instruction counters, the block
   being settled, the idle-loop detector, exception counts), except the pointers that
-  wire it to this process (they do not change while the machine lives);
+  wire it to this process (they do not change while the machine lives) and the
+  idle-loop verdict cache (emptied on restore);
 * each device: its ctypes records (``NvicState``, ``PkaState`` and PKA RAM) byte for
   byte, in place, because the native fast paths hold their addresses; its Python
   attributes one level deep (counters, logs, the scheduled ``Event`` it may cancel);
@@ -36,9 +37,12 @@ if TYPE_CHECKING:
 _WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_write", "py_intr", "pka", "obs",
            "code", "native_on", "regids", "apsr_regid", "stack_n", "stack_base", "stack_end", "id_primask",
            "id_control", "id_msp", "id_psp", "id_xpsr", "id_ipsr", "fetch_ws", "flash_base", "flash_end",
-           "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit")
+           "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit", "systick")
 # PkaState fields owned by the native log (pointer and capacity) or the wiring.
 _PKA_KEEP = ("log", "log_cap", "ram", "montmul_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
+# PkState fields not kept at all: the idle-loop verdict tables (36 KiB), a cache that
+# restore() empties anyway (verdicts are decided again against today's breakpoints).
+_CACHE_FIELDS = ("verdict_addr", "verdict_end", "verdict")
 _SKIP_ATTRS = {"observer", "clock", "irq", "on_change", "on_reset_request", "exceptions", "active_exception",
                "_native", "ram", "regs", "state"}
 _OP_SIZE = 24  # sizeof(pk_pka_op): op, words, start, end
@@ -64,6 +68,36 @@ def _restore_struct(obj: ctypes.Structure, data: bytes, keep: tuple[str, ...]) -
 def _raw_field(obj: ctypes.Structure, name: str) -> bytes:
     f = getattr(type(obj), name)
     return ctypes.string_at(ctypes.addressof(obj) + f.offset, f.size)
+
+
+def _core_ranges(state: ctypes.Structure) -> list[tuple[int, int]]:
+    """(offset, size) of the PkState bytes a snapshot keeps: all but the caches."""
+    skip = sorted((getattr(type(state), f).offset, getattr(type(state), f).size) for f in _CACHE_FIELDS
+                  if hasattr(type(state), f))
+    out, pos = [], 0
+    for off, size in skip:
+        if off > pos:
+            out.append((pos, off - pos))
+        pos = max(pos, off + size)
+    out.append((pos, ctypes.sizeof(state) - pos))
+    return out
+
+
+def _raw_core(state: ctypes.Structure) -> bytes:
+    base = ctypes.addressof(state)
+    return b"".join(ctypes.string_at(base + off, size) for off, size in _core_ranges(state))
+
+
+def _restore_core(state: ctypes.Structure, data: bytes) -> None:
+    """Put the kept PkState bytes back (the wiring fields as they are now)."""
+    kept = {name: _raw_field(state, name) for name in _WIRING if hasattr(type(state), name)}
+    base, pos = ctypes.addressof(state), 0
+    for off, size in _core_ranges(state):
+        ctypes.memmove(base + off, data[pos:pos + size], size)
+        pos += size
+    for name, value in kept.items():
+        f = getattr(type(state), name)
+        ctypes.memmove(base + f.offset, value, f.size)
 
 
 def _copy_value(value: Any) -> Any:
@@ -196,7 +230,7 @@ def capture(machine: Machine, logs: LogArchive) -> Snapshot:
     }
     return Snapshot(
         cycles=core.cycles, instructions=core.instructions, context=ctx, memory=memory,
-        core_state=_raw(core.state),
+        core_state=_raw_core(core.state),
         devices={name: _capture_device(dev, logs) for name, dev in machine.peripherals.items()},
         clock_queue=queue, cancelled=[e.cancelled for _, _, e in queue], clock_seq=seq, extra=extra)
 
@@ -212,7 +246,7 @@ def restore(machine: Machine, snap: Snapshot) -> None:
             if core.code is not None and any(r.base == region.base for r in core.code.regions):
                 core.code.written(region.base, region.size)
     uc.context_restore(snap.context)
-    _restore_struct(core.state, snap.core_state, _WIRING)
+    _restore_core(core.state, snap.core_state)
     for name, saved in snap.devices.items():
         _restore_device(machine.peripherals[name], saved)
     clock = machine.clock
@@ -228,4 +262,5 @@ def restore(machine: Machine, snap: Snapshot) -> None:
     if extra["sh"] is not None and machine._sh is not None:
         machine._sh.calls, machine._sh.errno, machine._sh.last_exit = extra["sh"]
     machine._loop.forget_loop_verdicts()  # decided again against today's breakpoints
+    core.lib.pk_native_changed(core.state_ref)  # the native devices' next event: computed again
     machine._sync_scb()
