@@ -43,6 +43,7 @@ from .observe import Kind, Observation, Observer
 from .results import RunResult, StopReason
 from .runloop import CALL_RETURN, RunLoop
 from .semihosting import Semihosting
+from .watchpoints import Watchpoint
 
 __all__ = ["CALL_RETURN", "Fault", "Machine", "RunResult", "StopReason"]
 
@@ -163,7 +164,7 @@ class Machine:
         uc = self.core.uc
         wanted = self._wfis - self._loop.breakpoints
         for addr in set(self._wfi_hooks) - wanted:
-            uc.hook_del(self._wfi_hooks.pop(addr))
+            _ucmod.uclib.uc_hook_del(self.core.uch, ctypes.c_size_t(self._wfi_hooks.pop(addr)))  # a native hook
             uc.ctl_remove_cache(addr, addr + 2)
         for addr in sorted(wanted - set(self._wfi_hooks)):
             self._wfi_hooks[addr] = self.core.add_native_hook(UC_HOOK_CODE, self.core.lib.pk_wfi_hook, addr, addr).value
@@ -409,6 +410,51 @@ class Machine:
         self._loop.remove_breakpoint(addr)
         self._place_wfi_hooks()
         self._loop.forget_loop_verdicts()
+
+    def add_watchpoint(self, where: int | str, size: int | None = None, kind: str = "write") -> Watchpoint:
+        """Stop ``run()`` at the instruction that writes (``kind="write"``), reads
+        (``"read"``) or does either (``"access"``) to [where, where + size): a symbol
+        name watches its object (its ELF size unless ``size`` is given). The stop is
+        after that instruction by default (``watchpoint_stop``); ``RunResult.watch``
+        says which access it was. Only memory can be watched, not device registers."""
+        if isinstance(where, str):
+            address, sym_size = self._symbol_range(where)
+            size = size if size is not None else (sym_size or 4)
+        else:
+            address, size = where, size if size is not None else 4
+        if not any(r.contains(address, size) for r in self.config.memory.values()):
+            raise UsageError(f"cannot watch 0x{address:08x} + {size} bytes: watchpoints cover memory "
+                             "(one region of the chip file), not device registers or unmapped space")
+        w = self._loop.watch.add(address, size, kind)
+        self._loop.forget_loop_verdicts()
+        return w
+
+    def remove_watchpoint(self, where: int | str, size: int | None = None, kind: str = "write") -> bool:
+        """Remove the watchpoint ``add_watchpoint`` made with the same arguments."""
+        if isinstance(where, str):
+            address, sym_size = self._symbol_range(where)
+            size = size if size is not None else (sym_size or 4)
+        else:
+            address, size = where, size if size is not None else 4
+        return self._loop.watch.remove(address, size, kind)
+
+    @property
+    def watchpoints(self) -> list[Watchpoint]:
+        return self._loop.watch.all
+
+    @property
+    def watchpoint_stop(self) -> str:
+        """``"after"`` (default): a watchpoint stops with the access done and PC at the
+        next instruction. ``"before"``: PC at the accessing instruction, which has not
+        executed (what gdb expects on ARM: it steps over it itself); resuming runs it
+        without stopping again."""
+        return "after" if self._loop.watch_after else "before"
+
+    @watchpoint_stop.setter
+    def watchpoint_stop(self, value: str) -> None:
+        if value not in ("after", "before"):
+            raise UsageError(f"watchpoint_stop '{value}': expected 'after' or 'before'")
+        self._loop.watch_after = value == "after"
 
     @property
     def fast_paths(self) -> bool:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from .exceptions import Fault
+
+if TYPE_CHECKING:
+    from .watchpoints import WatchHit
 
 
 class StopReason(str, Enum):
@@ -19,6 +23,7 @@ class StopReason(str, Enum):
     STEP = "step"  # step() executed its instruction
     RESET = "reset"  # the firmware requested a system reset and reset_stops is set
     STUCK = "stuck"  # an endless loop that no interrupt can ever leave
+    WATCHPOINT = "watchpoint"  # an instruction read or wrote a watched range
 
 
 @dataclass
@@ -35,6 +40,7 @@ class RunResult:
     fault: Fault | None = None
     lockup: Fault | None = None
     message: str = ""
+    watch: WatchHit | None = None  # the watched access a run stopped at (or a step made)
 
     @property
     def modeled_seconds(self) -> float:

@@ -50,6 +50,7 @@ from .observe import Kind
 from .results import RunResult, Stop, StopReason
 from .semihosting import Exit, Semihosting, call_name
 from .settle import Settler
+from .watchpoints import OFF, RECORD, STOP, WatchHit, Watchpoints
 
 guest_log = logging.getLogger("pkasim.guest")
 
@@ -74,6 +75,9 @@ class RunLoop:
         self.reset = reset
         self.clock_hz = clock.hz
         self._bps = Breakpoints(core, self._on_breakpoint)
+        self.watch = Watchpoints(core, self._on_watch)
+        self.watch_after = True  # a watchpoint stops after the accessing instruction (else before it)
+        self.last_watch: WatchHit | None = None  # the hit the last run() or step() stopped at or saw
         self.debugger_attached = False  # BKPT halts instead of faulting
         self._py_stop: tuple | None = None
         self._mem_fault: tuple[str, int] | None = None
@@ -113,6 +117,7 @@ class RunLoop:
         if until is not None:
             self.forget_loop_verdicts(until)  # a loop holding 'until' must run, not be skipped
         start_wall = time.perf_counter()
+        self.last_watch = None
         if until is not None and self.core.pc == until:
             first = self.step()  # already there: leave it before looking for it again
             if first.reason != StopReason.STEP:
@@ -128,7 +133,8 @@ class RunLoop:
                lockup: Fault | None = None) -> RunResult:
         return RunResult(reason=reason, exit_code=exit_code, cycles=self.core.cycles,
                          instructions=self.core.instructions, sleep_cycles=self.sleep_cycles, wall_seconds=0.0,
-                         clock_hz=self.clock_hz, fault=self.exc.last_fault, lockup=lockup, message=message)
+                         clock_hz=self.clock_hz, fault=self.exc.last_fault, lockup=lockup, message=message,
+                         watch=self.last_watch)
 
     def _loop(self, budget: int | None, until: int | None) -> RunResult:
         core = self.core
@@ -230,6 +236,8 @@ class RunLoop:
             raise Stop(StopReason.BREAKPOINT, f"breakpoint at {self.describe(stop[1])}")
         if stop[0] == "check":
             return
+        if stop[0] == "watch":
+            self._watch_stop()
         if stop[0] == "raise":
             raise stop[1]
         if stop[0] == "reset":
@@ -412,51 +420,81 @@ class RunLoop:
         """Execute exactly one instruction (taking a pending exception counts as one step)."""
         core = self.core
         core.state.native_on = 0  # one instruction, every event through Python
+        self.last_watch = None
+        self.watch.mode = RECORD  # a step never stops halfway: a watched access is noted
         try:
-            return self._step()
+            result = self._step()
         finally:
+            self.watch.mode = STOP
             core.state.native_on = int(core.fast_paths)
             if core.obs is not None:
                 core.obs.stop(core.cycles)
+        hit = self.watch.take()
+        if hit is not None:
+            hit.undo = None
+            hit.new = bytes(core.uc.mem_read(hit.watchpoint.address, hit.watchpoint.size))
+            result.watch = self.last_watch = hit
+        return result
 
     def _step(self) -> RunResult:
-        core = self.core
         try:
             self.run_due()
+            self._sleep_step()
             if self.exc.take_pending():
                 return self.result(StopReason.STEP, message="exception entry")
-            s = core.state
-            s.deadline = NO_DEADLINE
-            s.stop_reason = native.STOP_NONE
-            self._py_stop = None
-            self._mem_fault = None
-            pc = core.pc
-            self._bps.skip = pc
-            try:
-                self.emu(pc, 0xFFFFFFFF, count=1)
-                if s.stop_reason in (native.STOP_ALIGN, native.STOP_UNDEF) and \
-                        (s.align_pc if s.stop_reason == native.STOP_ALIGN else s.undef_pc) != pc:
-                    # The fault is at a later instruction of the block: this one runs.
-                    s.stop_reason = native.STOP_NONE
-                    s.align_skip_start = pc
-                    self.emu(pc, 0xFFFFFFFF, count=1)
-                error = None
-            except UcError as exc:
-                error = exc
-            self._bps.skip = None
-            if error is not None:
-                self._handle_error(error, core.pc)
-            elif self._native_fault(s.stop_reason):
-                pass
-            elif self._py_stop is not None and self._py_stop[0] == "intr":
-                self._handle_intr(self._py_stop[1], self._py_stop[2] & ~1)
-            else:
-                self.settle(core.pc)
+            self._one()
             return self.result(StopReason.STEP)
         except Stop as stop:
             return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
         except Lockup as lk:
             return self.result(StopReason.LOCKUP, message=f"lockup: {lk.fault.cause}", lockup=lk.fault)
+
+    def _one(self) -> None:
+        """Execute the instruction at PC (no event fires and no exception is taken
+        before it: the caller has done that, or is inside a block)."""
+        core = self.core
+        s = core.state
+        s.deadline = NO_DEADLINE
+        s.stop_reason = native.STOP_NONE
+        self._py_stop = None
+        self._mem_fault = None
+        pc = core.pc
+        self._bps.skip = pc
+        # A block translated earlier can run past the one-instruction count (seen
+        # entering a handler): translate the block at PC again for this step.
+        core.uc.ctl_remove_cache(pc, pc + 2)
+        try:
+            self.emu(pc, 0xFFFFFFFF, count=1)
+            if s.stop_reason in (native.STOP_ALIGN, native.STOP_UNDEF) and \
+                    (s.align_pc if s.stop_reason == native.STOP_ALIGN else s.undef_pc) != pc:
+                # The fault is at a later instruction of the block: this one runs.
+                s.stop_reason = native.STOP_NONE
+                s.align_skip_start = pc
+                self.emu(pc, 0xFFFFFFFF, count=1)
+            error = None
+        except UcError as exc:
+            error = exc
+        self._bps.skip = None
+        if error is not None:
+            self._handle_error(error, core.pc)
+        elif self._native_fault(s.stop_reason):
+            pass
+        elif self._py_stop is not None and self._py_stop[0] == "intr":
+            self._handle_intr(self._py_stop[1], self._py_stop[2] & ~1)
+        else:
+            self.settle(core.pc)
+            if core.pc == pc + 2 and self._halfword(pc) == INSN_WFI:
+                core.sleeping = True  # as in a run: the next step sleeps until an interrupt wakes the core
+
+    def _sleep_step(self) -> None:
+        """A step of a sleeping core sleeps until an interrupt wakes it, as a run
+        does (the wake-up and the exception entry or next instruction are one step),
+        so stepping and running reach the same cycle counts."""
+        core = self.core
+        while core.sleeping:
+            at = self.next_event()
+            self._sleep_until(at if at is not None else NO_DEADLINE)
+            self.run_due()
 
     # ------------------------------------------------------------------ breakpoints
     @property
@@ -468,6 +506,36 @@ class RunLoop:
 
     def remove_breakpoint(self, addr: int) -> None:
         self._bps.remove(addr)
+
+    # ------------------------------------------------------------------ watchpoints
+    def _on_watch(self) -> None:
+        self._py_stop = ("watch",)
+        self.core.uc.emu_stop()
+
+    def _watch_stop(self) -> None:
+        """The engine stopped right after the first watched access of the instruction
+        at PC (emulator/watchpoints.py): put the state back to just before that
+        instruction, then stop there or after executing it alone."""
+        core = self.core
+        hit = self.watch.take()
+        self.settle(hit.pc)
+        core.set_pc(hit.pc)
+        if hit.undo is not None:
+            core.uc.mem_write(*hit.undo)  # memory (never a device): the store is taken back
+            hit.undo = None
+        if self.watch_after:
+            self.watch.mode = OFF
+            core.state.native_on = 0
+            try:
+                self._one()
+            finally:
+                self.watch.mode = STOP
+                core.state.native_on = int(core.fast_paths)
+            hit.new = bytes(core.uc.mem_read(hit.watchpoint.address, hit.watchpoint.size))
+        else:
+            self.watch.skip = (hit.pc, core.instructions)  # resuming runs this instruction once
+        self.last_watch = hit
+        raise Stop(StopReason.WATCHPOINT, hit.describe(self.describe))
 
     def _on_breakpoint(self, address: int) -> None:
         self._py_stop = ("breakpoint", address)
@@ -531,7 +599,8 @@ class RunLoop:
         watches. The answer goes to the native table under ``key`` (start for a loop of
         one block, start | 1 for several) and ``end``; the run goes on at ``start``."""
         s = self.core.state
-        ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end)
+        ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
+            and not self.watch.watches_reads
         if ok:
             try:
                 ok = loop_can_idle(self.bus.read_memory(start, end - start), start)

@@ -1,0 +1,1 @@
+"""The gdb server: pkasim's machine behind GDB's remote serial protocol (docs/gdbserver.md)."""

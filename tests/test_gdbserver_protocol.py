@@ -1,0 +1,147 @@
+"""``pkasim gdbserver`` over a raw socket: what it answers to packets gdb would send,
+to packets nobody should send, and to Ctrl-C, and that it keeps serving after each."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+
+import pytest
+from gdbserver_util import Client, InProcess, Server
+
+from emulator.debugger.gdbserver.packets import MAX_PACKET, Ack, checksum, frame
+from emulator.debugger.gdbserver.target import REGISTERS, target_xml
+
+
+@pytest.fixture
+def session(make_machine, elf):
+    m = make_machine()
+    m.load(elf("xrsa"))
+    server = InProcess(m)
+    client = Client(server.port)
+    yield server, client
+    client.close()
+    server.close()
+
+
+def test_malformed_packets_get_errors_and_the_next_good_one_is_answered(session):
+    server, c = session
+    c.raw(b"$g#00")  # bad checksum: asked again
+    assert c.next_event() == Ack(False)
+    big = b"m" * (2 * MAX_PACKET)
+    c.raw(b"$" + big + b"#%02x" % checksum(big))  # oversized
+    assert c.reply() == "E01"
+    assert c.ask("mzz,4") == "E01"  # not hex
+    assert c.ask("m0,99999999") == "E01"  # longer than a packet
+    assert c.ask("Z2,20000000") == "E01"  # no length
+    assert c.ask("P99=00000000") == "E01"  # no such register
+    assert c.ask("X20000000,4:ab") == "E01"  # length does not match the data
+    assert c.ask("qRcmd,zz") == "E01"
+    assert c.ask("vCont;x") == "E01"
+    assert c.ask("m10000000,4") == "E02"  # unmapped: the target refuses
+    assert c.ask("Z2,40010000,4") == "E02"  # a device register cannot be watched
+    assert c.ask("qNoSuchThing") == ""  # unsupported: empty, gdb falls back
+    assert c.ask("?") == "T05thread:1;"
+    assert len(c.ask("g")) == 8 * len(REGISTERS)
+    assert server.thread.is_alive()
+
+
+def test_a_bad_checksum_is_nakked(session):
+    _, c = session
+    c.raw(b"$g#00")
+    assert c.sock.recv(1) == b"-"
+
+
+def test_the_target_description_is_read_in_chunks(session):
+    _, c = session
+    xml = target_xml()
+    first = c.ask("qXfer:features:read:target.xml:0,40")
+    rest = c.ask(f"qXfer:features:read:target.xml:40,{len(xml):x}")
+    assert first == "m" + xml[:0x40] and rest == "l" + xml[0x40:]
+    for feature in ("org.gnu.gdb.arm.m-profile", "org.gnu.gdb.arm.m-system"):
+        assert f'<feature name="{feature}">' in xml
+    assert all(f'name="{r}"' in xml for r in ("xpsr", "msp", "psp", "primask", "control"))
+
+
+def test_supported_features_include_reverse_execution(session):
+    _, c = session
+    features = c.ask("qSupported:multiprocess+;swbreak+;hwbreak+").split(";")
+    assert {"ReverseStep+", "ReverseContinue+", "qXfer:features:read+"} <= set(features)
+
+
+def test_memory_and_registers_round_trip(session):
+    _, c = session
+    assert c.ask("M20003000,4:deadbeef") == "OK"
+    assert c.ask("m20003000,4") == "deadbeef"
+    broken = b"X20003004,1:}"  # an escape with nothing after it
+    c.raw(b"$" + broken + b"#%02x" % checksum(broken))
+    assert c.reply() == "E01"
+    assert c.ask(b"X20003004,2:#A") == "OK"  # sent escaped: '}' 0x03
+    assert c.ask("m20003004,2") == "2341"
+    assert c.ask("P0=78563412") == "OK"
+    assert c.ask("p0") == "78563412"
+
+
+def test_ctrl_c_stops_a_continue(session):
+    _, c = session
+    c.raw(frame("c") + b"\x03")
+    assert c.reply() == "T02thread:1;"
+    assert c.ask("qRcmd," + b"cycles".hex()) == "OK"
+    assert c.ask("?") == "T02thread:1;"
+
+
+def test_monitor_output_comes_as_console_packets(session):
+    _, c = session
+    c.raw(frame("qRcmd," + b"cycles".hex()))
+    out = c.next_event()
+    while out.__class__.__name__ == "Ack":
+        out = c.next_event()
+    text = bytes.fromhex(out.data.decode()[1:]).decode()
+    assert re.match(r"cycles 0 \(0\.000000 ms modeled at 48 MHz\), instructions 0", text)
+    assert c.reply() == "OK"
+
+
+def test_detach_ends_the_command_with_status_0(elf):
+    server = Server(elf("hello"))
+    c = Client(server.port)
+    try:
+        assert c.ask("D") == "OK"
+        status, err = server.wait()
+    finally:
+        c.close()
+        server.close()
+    assert status == 0 and "gdb disconnected" in err
+
+
+def test_a_port_in_use_is_one_line_and_exit_71(elf):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "emulator.cli", "gdbserver", str(elf("hello")), "--port",
+                               str(port)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 71
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_range_step_stops_at_the_first_instruction_outside_the_range(session, make_machine, elf):
+    server, c = session
+    m = server.target.machine
+    fn = m.image.symbol("crt_exp")
+    start, end = fn.address & ~1, (fn.address & ~1) + fn.size
+    assert c.ask(f"Z0,{start:x},2") == "OK"
+    assert c.ask("vCont;c") == "T05thread:1;"
+    assert c.ask(f"z0,{start:x},2") == "OK"
+    assert "r" in c.ask("vCont?").split(";")
+    assert c.ask(f"vCont;r{start:x},{end:x}:1;c") == "T05thread:1;"
+    ref = make_machine()
+    ref.load(elf("xrsa"))
+    ref.debugger_attached = True
+    assert ref.run(until=start).reason.value == "until"
+    ref.step()
+    while start <= ref.pc < end:
+        ref.step()
+    assert (m.pc, m.cycles, m.instructions) == (ref.pc, ref.cycles, ref.instructions)
+    assert not start <= m.pc < end
