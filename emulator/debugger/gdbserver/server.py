@@ -13,6 +13,7 @@ never an exception: the session goes on.
 from __future__ import annotations
 
 import logging
+import re
 import select
 import socket
 from collections.abc import Callable
@@ -215,11 +216,11 @@ class Target:
     @staticmethod
     def _watch_field(ws: list, message: str) -> str:
         """'watch:ADDR;' for the watchpoint a backward search stopped at (its message
-        names the access: 'write of 0x...')."""
-        try:
-            addr = int(message.rsplit("0x", 1)[1].split()[0], 16)
-        except (IndexError, ValueError):
+        names the access: 'write of 0x... by the instruction at ...')."""
+        found = re.search(r"(?:write|read) of 0x([0-9a-fA-F]+)", message)
+        if found is None:
             return ""
+        addr = int(found.group(1), 16)
         for w in ws:
             if w.address <= addr < w.end:
                 return f"{WATCH_FIELD[w.kind]}:{addr:x};"
