@@ -34,6 +34,9 @@ setup(
         "cryptography==50.0.2",
         "matplotlib==3.11.2",
         "pyvcd==0.5.1",
+        "dask==2026.8.0",
+        "distributed==2026.8.0",
+        "pyarrow==26.0.1",
     ],
     extras_require={
         "dev": [

@@ -9,6 +9,10 @@ and measures it three ways:
   (its ``rsa_ms`` symbol);
 * the host's wall time, which says how fast the emulator is, not the chip.
 
+Beside time, each job reports its efficiency, the Victor paper's measure: bits of
+result per 1000 cycles (nbits * 1000 / cycles), which does not depend on the clock, so
+designs clocked differently compare fairly (docs/reproduction.md).
+
 Every result is checked against Python integers (m^d mod n) before it is reported.
 This module drives the RSA firmware; the emulator core knows nothing about RSA.
 """
@@ -49,6 +53,8 @@ JOBS: tuple[Job, ...] = (
     Job("rsa4096-win", "RSA-4096, xRSA fixed window", "xrsa_win.elf", 4096, "pka"),
     Job("rsa2048-win-sram", "RSA-2048, fixed window, SRAM table", "xrsa_win_sram.elf", 2048, "pka"),
     Job("rsa4096-win-sram", "RSA-4096, fixed window, SRAM table", "xrsa_win_sram.elf", 4096, "pka"),
+    Job("rsa2048-pair", "RSA-2048, parallel pair if the PKA has it (CRT)", "xrsa_pair.elf", 2048, "pka"),
+    Job("rsa4096-pair", "RSA-4096, xRSA, parallel pair if the PKA has it", "xrsa_pair.elf", 4096, "pka"),
     Job("rsa2048-soft", "RSA-2048, software bignum", "rsa_soft.elf", 2048, "software"),
     Job("rsa4096-soft", "RSA-4096, software bignum", "rsa_soft.elf", 4096, "software"),
 )
@@ -72,6 +78,7 @@ class JobResult:
     pka_busy_share: float = 0.0
     cpu_only_share: float = 1.0
     wall_seconds: float = 0.0  # host time of the whole run, reset to exit (not the image load)
+    efficiency: float = 0.0  # bits of result per 1000 cycles (Victor's measure): nbits * 1000 / cycles
 
 
 @dataclass
@@ -97,19 +104,25 @@ def _set_u32(m: Machine, symbol: str, value: int) -> None:
 
 
 def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
-            progress: Callable[[int], None] | None = None, totals: dict[str, int] | None = None) -> JobResult:
+            progress: Callable[[int], None] | None = None, totals: dict[str, int] | None = None,
+            key: RsaKey | None = None, msg: int | None = None,
+            attach: Callable[[Machine], None] | None = None) -> JobResult:
     """One private-key operation of ``job`` on ``config``, measured and verified.
     ``totals``, when given, receives the cycles and instructions of the whole run
-    (reset to exit), the run ``wall_seconds`` times."""
+    (reset to exit), the run ``wall_seconds`` times. ``key`` and ``msg`` replace the
+    bench's fixed key and message (``pkasim sweep``'s random keys and inputs);
+    ``attach`` adds observers (a profiler) to the loaded machine before it runs."""
     path = build_dir / job.image
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(path)
     for sym in ("rsa_input_key", "rsa_input_msg", "rsa_output", "rsa_private"):
         m.image.symbol(sym)  # a clear error if the image is not an RSA image
-    key = RsaKey.unpack(m.read_symbol("rsa_input_key", initial=True)) if job.nbits == 4096 else demo_key(job.nbits)
+    if key is None:
+        key = RsaKey.unpack(m.read_symbol("rsa_input_key", initial=True)) if job.nbits == 4096 else demo_key(job.nbits)
     if key.nbits != job.nbits:
         raise LoadError(f"{path}: built-in key is RSA-{key.nbits}, expected RSA-{job.nbits}")
-    msg = _message(key)
+    if msg is None:
+        msg = _message(key)
     m.write_symbol("rsa_input_key", key.pack())
     m.write_symbol("rsa_input_msg", msg.to_bytes(job.nbits // 8, "big"))
     _set_u32(m, "rsa_op", 0)
@@ -117,6 +130,8 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
     _set_u32(m, "core_clock_hz", config.core.clock_hz)
     budget = BUDGET_SECONDS * config.core.clock_hz
     pka = m.peripherals.get("pka")
+    if attach is not None:
+        attach(m)
 
     wall = time.perf_counter()
     first = m.run(until="rsa_private", max_cycles=budget, progress=progress)
@@ -150,7 +165,7 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
         cycles=cycles, instructions=i1 - i0, modeled_ms=seconds * 1e3, ops_per_second=1 / seconds if seconds else 0.0,
         firmware_ms=fw_ms, pka_operations={k: v for k, v in ops.items() if v}, pka_busy_cycles=busy,
         pka_busy_share=busy / cycles if cycles else 0.0, cpu_only_share=1 - busy / cycles if cycles else 1.0,
-        wall_seconds=wall,
+        wall_seconds=wall, efficiency=job.nbits * 1000 / cycles if cycles else 0.0,
     )
 
 

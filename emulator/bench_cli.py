@@ -88,18 +88,20 @@ def _print_config(console: Console, res: ConfigResult) -> None:
     table = Table(title=f"{res.chip} at {res.clock_hz / 1e6:g} MHz, MULS {res.muls_cycles} cycle(s) ({res.config})",
                   title_justify="left")
     for name, justify in (("operation", "left"), ("cycles", "right"), ("modeled ms", "right"), ("ops/s", "right"),
-                          ("SysTick ms", "right"), ("PKA ops", "right"), ("PKA busy", "right"), ("CPU only", "right"),
+                          ("efficiency", "right"), ("SysTick ms", "right"), ("PKA ops", "right"), ("PKA busy", "right"),
+                          ("CPU only", "right"),
                           ("check", "center"), ("wall s", "right")):
         table.add_column(name, justify=justify)
     for j in res.jobs:
         table.add_row(
-            j.label, f"{j.cycles:,}", f"{j.modeled_ms:,.1f}", f"{j.ops_per_second:.3g}",
+            j.label, f"{j.cycles:,}", f"{j.modeled_ms:,.1f}", f"{j.ops_per_second:.3g}", f"{j.efficiency:.3g}",
             "-" if j.firmware_ms is None else f"{j.firmware_ms:,}",
             f"{sum(j.pka_operations.values()):,}" if j.pka_operations else "-",
             f"{100 * j.pka_busy_share:.1f}%", f"{100 * j.cpu_only_share:.1f}%",
             "[green]ok[/green]" if j.verified else "[red]WRONG[/red]", f"{j.wall_seconds:.1f}",
         )
     console.print(table)
+    console.print("efficiency: bits of result per 1000 cycles (nbits * 1000 / cycles), whatever the clock")
     if res.ratios:
         rt = Table(show_header=False, box=None, padding=(0, 2))
         rt.add_column()

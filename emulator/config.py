@@ -20,7 +20,7 @@ from __future__ import annotations
 import collections
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -39,7 +39,7 @@ PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
     "systick": ("reference_clock_hz",),
     "nvic": (),
     "scb": ("cpuid",),
-    "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands"),
+    "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands", "clock_hz", "montmul_pair"),
 }
 PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 
@@ -631,9 +631,37 @@ def _merge(base: _Node, over: _Node) -> _Node:
     return _Node(merged, over.line, over.source)
 
 
+def load_layered(path: str | Path, overlays: Sequence[tuple[str, str]]) -> tuple[ChipConfig, Any]:
+    """The chip file at ``path`` with ``overlays`` laid over it in order, each as an
+    ``extends:`` child lays itself over its base (mappings merge key by key, null
+    removes a key). ``overlays`` are (YAML text, source) pairs; an overlay's own
+    ``extends:`` is dropped, so a preset written against the default chip applies its
+    differences to ``path``. Returns the chip and its resolved description as plain
+    values (what ``pkasim sweep`` keys its result cache on)."""
+    source = str(path)
+    try:
+        data = read_bounded(path)
+    except FileNotFoundError:
+        raise InputMissingError(f"{source}: no such config file") from None
+    except OSError as exc:
+        raise InputMissingError(f"{source}: cannot read config: {exc.strerror or exc}") from None
+    root = _resolve(_decode(data, source), source)
+    for text, where in overlays:
+        over = _compose(text, where)
+        if not isinstance(over.value, dict):
+            raise ConfigError(f"{where}:{over.line}: top level: expected a mapping")
+        over.value.pop("extends", None)
+        root = _merge(root, over)
+    return _parse_root(root, source), _plain(root)
+
+
 def parse_config(text: str, source: str = "<config>") -> ChipConfig:
     """Check YAML text against the schema (see configs/ciu98320b.yaml for the reference)."""
-    top = _Reader(_resolve(text, source), "", source)
+    return _parse_root(_resolve(text, source), source)
+
+
+def _parse_root(root: _Node, source: str) -> ChipConfig:
+    top = _Reader(root, "", source)
     chip = top.get("chip", _str)
     core = _read_core(top.child("core"))
 

@@ -2,7 +2,8 @@
 
 Interface
   MMIO window  base + 0x000-0x03F: registers (CR, SR, CLRFR, LEN, APTR, BPTR, NPTR,
-               RPTR, CARRY, LASTCYC, and the capability registers MAXLEN and RAMSIZE);
+               RPTR, CARRY, LASTCYC, the capability registers MAXLEN, RAMSIZE and
+               CAPS; A2PTR and R2PTR on a chip with ``montmul_pair``);
                base + 0x040-0x3FF reserved (reads 0, logged);
                base + 0x400: PKA RAM, ``ram_size`` bytes. Word accesses only: any other
                size is logged on ``pkasim.guest`` and ignored (reads 0).
@@ -12,6 +13,10 @@ Interface
   Clock input  the core clock: an operation is busy for ``cycles(op, LEN)`` core
                cycles from the timing model (``digit_bits``, ``timing``), one event
                scheduled on the Clock; the result appears in PKA RAM when it fires.
+               With ``clock_hz`` (a what-if) the timing model counts the PKA's own
+               cycles, turned into core cycles as ceil(cycles * core Hz / clock_hz).
+  Pair         ``montmul_pair`` (a what-if, Victor's two multiplications in parallel):
+               MONTMUL2 computes A*B and A2*B in the busy time of one MONTMUL.
   Operand rule ``strict_operands`` (a chip-file switch, default off): a modular operation
                with A or B at or above N is refused (OPERRF) instead of reduced.
   Not modelled the datapath's intermediate states (the result is computed when START
@@ -68,6 +73,9 @@ class Reg(IntEnum):
     LASTCYC = 0x24
     MAXLEN = 0x28  # capability: max_words, the multiplier's widest LEN
     RAMSIZE = 0x2C  # capability: PKA RAM size in words (ram_size / 4)
+    CAPS = 0x30  # capability: optional engine features (CAPS_PAIR)
+    A2PTR = 0x34  # montmul_pair only: A of MONTMUL2's second product
+    R2PTR = 0x38  # montmul_pair only: result of MONTMUL2's second product
 
 
 REG_WINDOW = 0x40  # registers; 0x40-0x3FF reserved
@@ -96,9 +104,15 @@ SR_FLAGS = SR_PROCENDF | SR_RAMERRF | SR_ADDRERRF | SR_OPERRF
 IRQ_SOURCES = SR_FLAGS  # CR's enable bits sit at the positions of their flags
 ERROR_FLAGS = {SR_OPERRF: "OPERRF", SR_ADDRERRF: "ADDRERRF", SR_RAMERRF: "RAMERRF"}
 
+# CAPS fields
+CAPS_PAIR = 1 << 0  # MONTMUL2 and the registers A2PTR, R2PTR (chip file: montmul_pair: true)
+OP_MONTMUL2 = 0x06  # R = A (x) B and R2 = A2 (x) B, in one MONTMUL's busy time (montmul_pair)
+PAIR_REGS = (0x34, 0x38)  # A2PTR, R2PTR: reserved offsets on a chip without the pair
+
 LOG_LIMIT = 100_000  # operations kept in the log; counts are always complete
 PARAMS = ("ram_size", "max_words", "digit_bits", "timing")
-OPTIONAL_PARAMS = {"strict_operands": False}  # parameter -> value when the chip file leaves it out
+# parameter -> value when the chip file leaves it out
+OPTIONAL_PARAMS = {"strict_operands": False, "clock_hz": None, "montmul_pair": False}
 
 
 class RegSpec(NamedTuple):
@@ -122,6 +136,9 @@ REGISTERS: dict[Reg, RegSpec] = {
     Reg.LASTCYC: RegSpec("RO", 0, "busy cycles of the last operation"),
     Reg.MAXLEN: RegSpec("RO", 0, "largest LEN the engine accepts: max_words"),
     Reg.RAMSIZE: RegSpec("RO", 0, "PKA RAM size in words: ram_size / 4"),
+    Reg.CAPS: RegSpec("RO", 0, "PAIR[0]: MONTMUL2, A2PTR and R2PTR (montmul_pair)"),
+    Reg.A2PTR: RegSpec("RW", 0, "byte offset of A2, MONTMUL2's second multiplicand (montmul_pair only)"),
+    Reg.R2PTR: RegSpec("RW", 0, "byte offset of R2, MONTMUL2's second result (montmul_pair only)"),
 }
 # Read-only registers that describe the chip, not the last operation: their value comes
 # from the chip description (a driver reads them to learn the multiplier's width and
@@ -129,8 +146,10 @@ REGISTERS: dict[Reg, RegSpec] = {
 CAPABILITIES: dict[Reg, Callable[[Pka], int]] = {
     Reg.MAXLEN: lambda pka: pka.max_words,
     Reg.RAMSIZE: lambda pka: pka.ram_size // 4,
+    Reg.CAPS: lambda pka: CAPS_PAIR if pka.montmul_pair else 0,
 }
-OPCODES = {command.name: opcode for opcode, command in COMMANDS.items()}  # for events
+PAIR_COMMAND = Command("MONTMUL2", COMMANDS[0x01].function, True)  # montmul_pair chips only
+OPCODES = {command.name: opcode for opcode, command in COMMANDS.items()} | {"MONTMUL2": OP_MONTMUL2}  # for events
 OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
 
 
@@ -207,6 +226,8 @@ class _Pending(NamedTuple):
     carry: int
     cycles: int
     start: int
+    r2ptr: int = 0  # MONTMUL2: where its second product goes
+    result2: int | None = None
 
 
 # --------------------------------------------------------------------------- parameters
@@ -253,8 +274,11 @@ def busy_cycles(coefficients: tuple[Fraction, Fraction, Fraction], digit_bits: i
     return math.ceil(a * d * d + b * d + c)
 
 
-def _timing_table(name: str, timing: Any, digit_bits: int, max_words: int) -> dict[str, list[int]]:
-    """Busy cycles for every operation and every LEN (index = LEN; index 0 unused)."""
+def _timing_table(name: str, timing: Any, digit_bits: int, max_words: int,
+                  clock_ratio: Fraction = Fraction(1)) -> dict[str, list[int]]:
+    """Busy cycles for every operation and every LEN (index = LEN; index 0 unused).
+    ``clock_ratio`` is core Hz / PKA Hz: the formula counts PKA cycles, the table core
+    cycles (ceil(cycles * ratio); 1 when the PKA runs from the core clock)."""
     if not isinstance(timing, dict):
         raise _param_error(name, "timing", f"expected a mapping of operation to [a, b, c], got {reprlib.repr(timing)}")
     keys = [cmd.key for cmd in COMMANDS.values()]
@@ -270,7 +294,7 @@ def _timing_table(name: str, timing: Any, digit_bits: int, max_words: int) -> di
         if not isinstance(raw, (list, tuple)) or len(raw) != 3:
             raise _param_error(name, where, f"expected a list of 3 numbers [a, b, c], got {reprlib.repr(raw)}")
         coefficients = tuple(_coefficient(name, f"{where}[{i}]", v) for i, v in enumerate(raw))
-        row = [0] + [busy_cycles(coefficients, digit_bits, w) for w in range(1, max_words + 1)]
+        row = [0] + [math.ceil(busy_cycles(coefficients, digit_bits, w) * clock_ratio) for w in range(1, max_words + 1)]
         worst = min(range(1, max_words + 1), key=lambda w: row[w])
         if row[worst] < 1:
             raise _param_error(name, where, f"gives {row[worst]} cycles at LEN={worst} (an operation takes at least 1 cycle)")
@@ -289,7 +313,7 @@ class Pka(Peripheral):
 
     def __init__(self, name: str, base: int, clock: Clock, irq: Callable[[], None], *,
                  ram_size: int, max_words: int, digit_bits: int, timing: dict[str, Any],
-                 strict_operands: bool = False) -> None:
+                 strict_operands: bool = False, clock_hz: int | None = None, montmul_pair: bool = False) -> None:
         super().__init__(name, base)
         _check_ram_size(name, ram_size)
         if not _is_int(max_words) or not 1 <= max_words <= MAX_WORDS_LIMIT:
@@ -301,13 +325,20 @@ class Pka(Peripheral):
             raise _param_error(name, "digit_bits", f"expected a positive integer, got {reprlib.repr(digit_bits)}")
         if not isinstance(strict_operands, bool):
             raise _param_error(name, "strict_operands", f"expected true or false, got {reprlib.repr(strict_operands)}")
+        if not isinstance(montmul_pair, bool):
+            raise _param_error(name, "montmul_pair", f"expected true or false, got {reprlib.repr(montmul_pair)}")
+        if clock_hz is not None and (not _is_int(clock_hz) or clock_hz <= 0):
+            raise _param_error(name, "clock_hz", f"expected a frequency such as '303.21 MHz', got {reprlib.repr(clock_hz)}")
         self.clock = clock
         self.irq = irq
         self.ram_size = ram_size
         self.max_words = max_words
         self.digit_bits = digit_bits
         self.strict_operands = strict_operands
-        self._cycles = _timing_table(name, timing, digit_bits, max_words)
+        self.clock_hz = clock_hz  # None: the PKA runs from the core clock
+        self.montmul_pair = montmul_pair
+        ratio = Fraction(clock.hz, clock_hz) if clock_hz is not None else Fraction(1)
+        self._cycles = _timing_table(name, timing, digit_bits, max_words, ratio)
         self.timing = {k: tuple(v) for k, v in timing.items()}
         self.size = RAM_OFFSET + ram_size
         self.state = PkaState()
@@ -528,7 +559,7 @@ class Pka(Peripheral):
             return int.from_bytes(self.ram[i:i + 4], "little")
         if not self.word_only(offset, size):
             return 0
-        if offset not in REGISTERS:
+        if offset not in REGISTERS or (offset in PAIR_REGS and not self.montmul_pair):
             guest_log.warning("%s: read of reserved offset 0x%03x (reads 0)", self.name, offset)
             return 0
         reg = Reg(offset)
@@ -548,7 +579,7 @@ class Pka(Peripheral):
             return
         if not self.word_only(offset, size):
             return
-        if offset not in REGISTERS:
+        if offset not in REGISTERS or (offset in PAIR_REGS and not self.montmul_pair):
             guest_log.warning("%s: write of reserved offset 0x%03x = 0x%x (ignored)", self.name, offset, value)
             return
         reg = Reg(offset)
@@ -584,6 +615,8 @@ class Pka(Peripheral):
             return self._refuse(SR_OPERRF, "EN = 0")
         if not 1 <= words <= self.max_words:
             return self._refuse(SR_OPERRF, f"LEN {words} is outside 1..{self.max_words}")
+        if opcode == OP_MONTMUL2 and self.montmul_pair:
+            return self._start_pair(words)
         command = COMMANDS.get(opcode)
         if command is None:
             return self._refuse(SR_OPERRF, f"unknown opcode 0x{opcode:02x}")
@@ -613,6 +646,38 @@ class Pka(Peripheral):
         self._observe(Kind.PKA_START, opcode | words << 8, cycles)
         return None
 
+    def _start_pair(self, words: int) -> None:
+        """MONTMUL2 (docs/pka.md, "The parallel pair"): R = A (x) B and R2 = A2 (x) B
+        with one N, checked as MONTMUL is (A2PTR and R2PTR after APTR, BPTR, RPTR),
+        busy for one MONTMUL's time: Victor's pipelined unit interleaves the two."""
+        regs = self.regs
+        for reg in (Reg.APTR, Reg.BPTR, Reg.RPTR, Reg.A2PTR, Reg.R2PTR, Reg.NPTR):
+            ptr = regs[reg]
+            if ptr % 4:
+                return self._refuse(SR_ADDRERRF, f"{reg.name} 0x{ptr:x} is not a multiple of 4")
+            if ptr + 4 * words > self.ram_size:
+                return self._refuse(SR_ADDRERRF, f"{reg.name} 0x{ptr:x} + {words} words runs past the end of PKA RAM "
+                                                 f"(0x{self.ram_size:x} bytes)")
+        a, a2 = self.peek(regs[Reg.APTR], words), self.peek(regs[Reg.A2PTR], words)
+        b, n = self.peek(regs[Reg.BPTR], words), self.peek(regs[Reg.NPTR], words)
+        command = PAIR_COMMAND
+        try:
+            result, _ = command.function(a, b, n, words)
+            result2, _ = command.function(a2, b, n, words)
+            if self.strict_operands:
+                require_reduced(a, b, n)
+                if a2 >= n:
+                    raise OperandError("A2 >= N (strict_operands: modular operands must be below N)")
+        except OperandError as exc:
+            return self._refuse(SR_OPERRF, f"{command.name}: {exc.reason}".replace("MONTMUL needs", "MONTMUL2 needs"))
+        cycles = self._cycles["montmul"][words]
+        start = self.clock.now
+        self._pending = _Pending(command, words, regs[Reg.RPTR], result, 0, cycles, start, regs[Reg.R2PTR], result2)
+        self.state.busy = 1
+        self._event = self.clock.schedule(start + cycles, self._finish, self.name)
+        self._observe(Kind.PKA_START, OP_MONTMUL2 | words << 8, cycles)
+        return None
+
     def _finish(self) -> None:
         """The busy time has passed: the result lands in PKA RAM, PROCENDF rises."""
         p = self._pending
@@ -623,6 +688,8 @@ class Pka(Peripheral):
         self._observe(Kind.PKA_FINISH, OPCODES[p.command.name] | p.words << 8, p.start + p.cycles)
         self.state.busy = 0
         self.poke(p.rptr, p.result, p.words)
+        if p.result2 is not None:
+            self.poke(p.r2ptr, p.result2, p.words)  # after R: where they overlap, R2 wins
         self.regs[Reg.CARRY] = p.carry
         self.regs[Reg.LASTCYC] = p.cycles
         self._operations[p.command.name] += 1
@@ -636,7 +703,8 @@ class Pka(Peripheral):
 
     # ------------------------------------------------------------- reports
     def snapshot(self) -> dict[str, int]:
-        regs = {reg.name: self.read(reg, 4) for reg in REGISTERS if REGISTERS[reg].access != "W1C"}
+        regs = {reg.name: self.read(reg, 4) for reg in REGISTERS
+                if REGISTERS[reg].access != "W1C" and (self.montmul_pair or reg not in PAIR_REGS)}
         return regs
 
     def stats(self) -> dict:
@@ -654,7 +722,7 @@ class Pka(Peripheral):
         if not total and not errors:
             return []
         kinds = []
-        for command in COMMANDS.values():
+        for command in (*COMMANDS.values(), PAIR_COMMAND):
             count = self.operations.get(command.name, 0)
             if not count:
                 continue

@@ -13,7 +13,8 @@
  *
  * Register map (docs/pka.md): 0x00 CR, 0x04 SR, 0x08 CLRFR, 0x0C LEN, 0x10 APTR,
  * 0x14 BPTR, 0x18 NPTR, 0x1C RPTR, 0x20 CARRY, 0x24 LASTCYC, 0x28 MAXLEN, 0x2C RAMSIZE;
- * PKA RAM at 0x400.
+ * PKA RAM at 0x400. CAPS (0x30), the parallel pair's A2PTR and R2PTR (0x34, 0x38) and
+ * its MONTMUL2 are at or above REG_WINDOW or another opcode: pka.py serves them.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@ from emulator.cli import main
 
 FIELDS = {"job", "label", "image", "nbits", "engine", "verified", "cycles", "instructions", "modeled_ms",
           "ops_per_second", "firmware_ms", "pka_operations", "pka_busy_cycles", "pka_busy_share",
-          "cpu_only_share", "wall_seconds"}
+          "cpu_only_share", "wall_seconds", "efficiency"}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,8 @@ def test_default_bench_runs_every_job_and_verifies_it(bench_json):
     (cfg,) = data["configs"]
     jobs = {j["job"]: j for j in cfg["jobs"]}
     assert set(jobs) == {"rsa2048-pka", "rsa4096-xrsa", "rsa4096-xrsa-opt", "rsa2048-win", "rsa4096-win",
-                         "rsa2048-win-sram", "rsa4096-win-sram", "rsa2048-soft", "rsa4096-soft"}
+                         "rsa2048-win-sram", "rsa4096-win-sram", "rsa2048-pair", "rsa4096-pair",
+                         "rsa2048-soft", "rsa4096-soft"}
     for job in jobs.values():
         assert set(job) == FIELDS
         assert job["verified"], job["job"]
@@ -40,6 +41,7 @@ def test_figures_are_consistent(bench_json):
         assert j["modeled_ms"] == pytest.approx(j["cycles"] / cfg["clock_hz"] * 1e3)
         assert j["ops_per_second"] == pytest.approx(1e3 / j["modeled_ms"])
         assert j["pka_busy_share"] + j["cpu_only_share"] == pytest.approx(1.0)
+        assert j["efficiency"] == pytest.approx(j["nbits"] * 1000 / j["cycles"])
         # the firmware's own SysTick count (1 ms ticks) agrees with the exact figure
         assert abs(j["firmware_ms"] - j["modeled_ms"]) <= 1.5
 
@@ -91,3 +93,11 @@ def test_configs_compare_side_by_side(tmp_path, repo, build_dir):
 def test_unknown_job_is_a_usage_error(capsys):
     assert main(["bench", "--only", "rsa8192"]) == 64
     assert "unknown job rsa8192" in capsys.readouterr().err
+
+
+def test_pair_image_on_a_chip_without_the_pair_runs_the_fixed_window(bench_json):
+    """xrsa_pair.elf reads CAPS: the default chip has no MONTMUL2, so it takes the window."""
+    data, _ = bench_json
+    jobs = {j["job"]: j for j in data["configs"][0]["jobs"]}
+    for bits in (2048, 4096):
+        assert jobs[f"rsa{bits}-pair"]["pka_operations"] == jobs[f"rsa{bits}-win"]["pka_operations"]

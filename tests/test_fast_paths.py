@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import ctypes
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emulator import native
+from emulator.config import load_config
 from emulator.machine import StopReason
 from emulator.observe import Kind, Observer
 from emulator.rsakey import demo_key
@@ -79,6 +81,20 @@ def test_unrolled_polls_of_the_pka_run_identically_and_are_fast_forwarded(make_m
     assert fast[0] == StopReason.EXIT and fast[1] == 0
     assert spins.spins > 1000
     assert fast == _run(make_machine, elf("xrsa_win"), False, symbols)
+
+
+def test_parallel_pair_firmware_on_victor_runs_identically_with_and_without_fast_paths(make_machine, elf):
+    """MONTMUL2 (the Victor preset's parallel pair) is pka.py's alone; the fast path
+    serves the polls and the MONTMULs around it on the same state."""
+    cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "presets" / "victor-radix16.yaml")
+    key = demo_key(2048)
+    symbols = [("rsa_input_key", key.pack()), ("rsa_input_msg", (0x1234567 % key.n).to_bytes(256, "big")),
+               ("rsa_op", bytes(4)), ("rsa_check", bytes(4))]
+    fast = _run(lambda: make_machine(cfg), elf("xrsa_pair"), True, symbols)
+    assert fast[0] == StopReason.EXIT and fast[1] == 0
+    pka = next(stats for stats in fast[-1] if "busy_cycles" in stats)
+    assert pka["operations"]["MONTMUL2"] == 2 * 1024
+    assert fast == _run(lambda: make_machine(cfg), elf("xrsa_pair"), False, symbols)
 
 
 def test_spinning_main_loop_with_nothing_to_interrupt_it_stops_at_once_as_stuck(make_machine, elf):

@@ -87,11 +87,13 @@ def strict(repo):
 
 
 @pytest.fixture(scope="module")
-def fw(config, strict, elf):
+def fw(config, strict, elf, repo):
     """``fw(image, key, msg=None, op=0, chip="default", nbits=None)``: one run of an RSA
-    image (``nbits`` overrides the key's size field)."""
+    image (``nbits`` overrides the key's size field); chip "victor" is the Victor preset,
+    which has the PKA's parallel pair."""
     machines: dict[tuple[str, str], Machine] = {}
-    chips = {"default": config, "strict": strict}
+    chips = {"default": config, "strict": strict,
+             "victor": load_config(repo / "configs" / "presets" / "victor-radix16.yaml")}
 
     def run(image: str, key: Key, msg: int | None = None, op: int = 0, chip: str = "default",
             nbits: int | None = None) -> Run:
@@ -356,6 +358,22 @@ def test_sram_table_variant_is_right_and_constant_time(fw, nbits):
         run = fw("xrsa_win_sram", key, m)
         assert run.status == 0 and int.from_bytes(run.output, "big") == pow(m, key.d, key.n)
         assert run.stats["operations"]["MONTMUL"] == SRAM_MONTMULS[nbits]
+        runs.append(run)
+    assert len({(r.cycles, r.instructions) for r in runs}) == 1
+
+
+@pytest.mark.parametrize("nbits", SIZES)
+def test_pair_image_on_a_chip_with_the_pair_is_right_and_constant_time(fw, nbits):
+    """xrsa_pair.elf on the Victor preset: one MONTMUL2 per exponent bit of each prime,
+    the same cycles and instructions for two keys and messages (docs/xrsa.md, "The
+    parallel pair")."""
+    rng = random.Random(f"pair-{nbits}")
+    runs = []
+    for key, kind in zip(keys(nbits)[:2], ("random", "1")):
+        m = message(kind, key, rng)
+        run = fw("xrsa_pair", key, m, chip="victor")
+        assert run.status == 0 and int.from_bytes(run.output, "big") == pow(m, key.d, key.n)
+        assert run.stats["operations"]["MONTMUL2"] == nbits
         runs.append(run)
     assert len({(r.cycles, r.instructions) for r in runs}) == 1
 

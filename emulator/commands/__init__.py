@@ -3,6 +3,7 @@
 Each module offers ``add_parser(subparsers)`` and ``main(args, console) -> int``.
 """
 
-from . import debug, diff, gdbserver, profile, regress
+from . import debug, diff, gdbserver, profile, regress, sweep
 
-COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "debug": debug, "gdbserver": gdbserver}
+COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "sweep": sweep, "debug": debug,
+            "gdbserver": gdbserver}

@@ -39,6 +39,10 @@
 #define PKA_LASTCYC REG32(PKA_BASE + 0x24u)
 #define PKA_MAXLEN  REG32(PKA_BASE + 0x28u)     /* RO: max_words, the largest LEN */
 #define PKA_RAMSIZE REG32(PKA_BASE + 0x2Cu)     /* RO: PKA RAM size in words */
+#define PKA_CAPS    REG32(PKA_BASE + 0x30u)     /* RO: optional features (PKA_CAPS_PAIR) */
+#define PKA_A2PTR   REG32(PKA_BASE + 0x34u)     /* MONTMUL2's second A (CAPS.PAIR chips only) */
+#define PKA_R2PTR   REG32(PKA_BASE + 0x38u)     /* MONTMUL2's second result (CAPS.PAIR chips only) */
+#define PKA_CAPS_PAIR      (1u << 0)            /* MONTMUL2: A*B and A2*B in one MONTMUL's time */
 #define PKA_RAM     ((volatile uint32_t *)(uintptr_t)PKA_RAM_BASE)
 
 #define PKA_CR_EN          (1u << 0)
@@ -63,6 +67,7 @@
 #define PKA_MODSUB  0x03u   /* R = (A - B) mod N */
 #define PKA_ADD     0x04u   /* R = A + B mod 2^(32*LEN), CARRY = carry out */
 #define PKA_SUB     0x05u   /* R = A - B mod 2^(32*LEN), CARRY = borrow out */
+#define PKA_MONTMUL2 0x06u  /* R = A (x) B and R2 = A2 (x) B (CAPS.PAIR chips only) */
 
 /* pka_exec() results: 0, or the error flag the PKA raised. */
 #define PKA_OK        0

@@ -38,6 +38,12 @@
 #ifndef RSA_TABLE_SRAM
 #define RSA_TABLE_SRAM 0
 #endif
+#ifndef RSA_PAIR
+#define RSA_PAIR 0
+#endif
+#if RSA_PAIR && RSA_TABLE_SRAM
+#error "RSA_PAIR uses the table in PKA RAM"
+#endif
 
 #if RSA_TABLE_SRAM
 /*
@@ -58,6 +64,17 @@ _Static_assert((1u << W2_WINDOW_SRAM) * W2_L <= SRAM_TAB_WORDS &&
 _Static_assert(5 * W2_L <= W2_TAB_LEN && 5 * W4_L <= W4_TAB_LEN, "five scratch slots in TAB");
 static uint32_t sram_tab[SRAM_TAB_WORDS];
 static uint32_t sram_sel[64];
+#elif RSA_PAIR
+/*
+ * xrsa_pair.elf (docs/xrsa.md, "The parallel pair"): on a PKA with CAPS.PAIR (Victor's
+ * two multiplications in parallel, docs/pka.md) the exponentiation is Victor's
+ * Algorithm 1, right to left, one MONTMUL2 per exponent bit; on any other PKA the
+ * fixed window, as xrsa_win.elf.
+ */
+const char rsa_variant[] = "fixed-window, or the parallel pair when the PKA has it";
+#define W2_WIN W2_WINDOW
+#define W4_WIN W4_WINDOW
+static uint32_t pair_on;                    /* this run's PKA has CAPS.PAIR */
 #else
 const char rsa_variant[] = "fixed-window";
 #define W2_WIN W2_WINDOW
@@ -328,6 +345,10 @@ static void crt_setup(const win_layout_t *ly, const uint8_t *prime, const uint8_
         prev = dst;
     }
 #else
+#if RSA_PAIR
+    if (pair_on)
+        return;                                         /* T0 = R mod p and T1 = m R are all it needs */
+#endif
     for (uint32_t j = 2; j < 1u << ly->window; j++)
         pkp_run(PKA_MONTMUL, t0 + (j - 1u) * L, t1, t0 + j * L);    /* T[j] = T[j-1] (x) T1 */
 #endif
@@ -466,9 +487,53 @@ static inline __attribute__((always_inline)) void crt_pow_sram(const win_layout_
 }
 #endif
 
+#if RSA_PAIR
+/*
+ * y = m^d R mod p into Y by Victor's Algorithm 1 with its two multiplications in
+ * parallel: for each bit e_i of d, least significant first, one MONTMUL2 computes
+ * Z = X (x) M and M = M (x) M together (B = A2 = R2 = M, the common operand), and X
+ * becomes Z when e_i = 1. X starts as T0 = R mod p (1 in Montgomery form), M as T1 =
+ * m R. Every bit costs one MONTMUL2 whatever its value; the bit only chooses, by a
+ * mask, which of two slots the next operation reads as X and writes as Z (as the
+ * window chooses BPTR in crt_pow). 32 L operations; then Y = X + 0 (M cleared first).
+ */
+static void crt_pow_pair(const win_layout_t *ly, const uint8_t *d)
+{
+    const uint32_t L = ly->L, nbytes = 4u * L, nbits = 32u * L;
+    const uint32_t m = 4u * (ly->tab + L);
+    const uint32_t cr = PKP_CR(PKA_MONTMUL2);
+    uint32_t x = 4u * ly->tab, z = 4u * (ly->tab + 2u * L);
+
+    pkp_wait();
+    PKA_BPTR = m;
+    PKA_A2PTR = m;
+    PKA_R2PTR = m;
+    for (uint32_t i = 0; i < nbits; i++) {
+        uint32_t bit = window(d, nbytes, i, 1u);      /* while the previous one runs */
+        pkp_wait();
+        PKA_APTR = x;
+        PKA_RPTR = z;
+        PKA_CR = cr;
+        uint32_t swap = (x ^ z) & value_barrier(0u - bit);
+        x ^= swap;                                    /* e_i = 1: X = Z (and Z the old X) */
+        z ^= swap;
+    }
+    pkp_run(PKA_SUB, m / 4u, m / 4u, m / 4u);          /* M = 0 */
+    pkp_run(PKA_ADD, x / 4u, m / 4u, ly->y);           /* Y = X */
+}
+#endif
+
 /* m^d R mod prime into Y (Montgomery form); R^2 mod prime stays in RR. */
 static int crt_exp(const win_layout_t *ly, const uint8_t *prime, const uint8_t *d, const uint8_t *m)
 {
+#if RSA_PAIR
+    pair_on = PKA_CAPS & PKA_CAPS_PAIR;
+    if (pair_on) {
+        crt_setup(ly, prime, m);
+        crt_pow_pair(ly, d);
+        return pkp_errors();
+    }
+#endif
     crt_setup(ly, prime, m);
 #if RSA_TABLE_SRAM
     if (ly->window == 5u)
