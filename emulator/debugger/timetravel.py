@@ -541,7 +541,7 @@ class TimeTravel:
                 in_visit = (st.cur_start == lo) if st.cur_valid else (at == lo)
                 if in_visit and m.core.instructions == before and before <= n < before + span:
                     kind = "write" if access == UC_MEM_WRITE else "read"
-                    numbers.append((n, f"{kind} of 0x{address:08x} by the instruction at {m.describe(at)}"))
+                    numbers.append((n, f"{kind} of 0x{address:08x}"))  # the gdb server reads the address last
 
             handles = [m.on_instructions(lo, max(hi, lo + 2), on_insn)] + self._watch_hooks(watches, on_access)
             try:
