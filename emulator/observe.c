@@ -109,6 +109,9 @@ struct pk_obs {
      * event after it in the same block, stamped with the block's start, takes it) */
     uint64_t last_cycle, last_insns;
     uint32_t spinning, spin_node; /* a node polls a busy PKA until it finishes */
+    /* another native consumer of every emitted event (ct-check's cthash.c), or NULL */
+    void (*ext)(void *ctx, uint32_t kind, uint64_t cycle, uint32_t a, uint64_t b);
+    void *ext_ctx;
 };
 
 static const pk_obs_range *range_of(const pk_obs *o, uint32_t a) {
@@ -270,6 +273,7 @@ void pk_obs_block_hook(void *uc, uint64_t address, uint32_t size, pk_obs *o) {
 void pk_obs_emit(void *obs, uint32_t kind, uint64_t cycle, uint32_t a, uint64_t b) {
     pk_obs *o = obs;
     if (!o) return;
+    if (o->ext) o->ext(o->ext_ctx, kind, cycle, a, b);
     advance(o, cycle);
     switch (kind) {
     case PK_EV_EXC_ENTRY: {
@@ -398,6 +402,12 @@ void pk_obs_clear_ranges(pk_obs *o) {
     o->last_cycle = *o->cycles;
     o->last_insns = *o->insns;
     reset_tree(o);
+}
+
+/* Hand every emitted event to ``fn`` too (NULL: no longer). */
+void pk_obs_set_ext(pk_obs *o, void (*fn)(void *, uint32_t, uint64_t, uint32_t, uint64_t), void *ctx) {
+    o->ext = fn;
+    o->ext_ctx = ctx;
 }
 
 /* Python has read every event. */
