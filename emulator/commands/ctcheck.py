@@ -166,6 +166,16 @@ class Checker:
         return f"{text}" + (f" ({line})" if line else "") + (f": {insn}" if insn else "")
 
 
+def data_name(machine: Machine, addr: int) -> str:
+    """The object an address falls in (``name+0xoff``), else its memory region's name."""
+    for sym in machine.image.symbols.values():
+        if sym.kind == "object" and sym.size and sym.address <= addr < sym.address + sym.size:
+            off = addr - sym.address
+            return f"{sym.name}+0x{off:x}" if off else sym.name
+    region = machine.config.region_at(addr)
+    return region.name if region is not None else "unmapped"
+
+
 def disassemble(machine: Machine, addr: int) -> str:
     try:
         code = machine.read_memory(addr & ~1, 4)
@@ -204,7 +214,7 @@ def describe_event(checker: Checker, m: Machine, e: Event | None) -> str:
         return f"ran the block at {checker.where(m, e.addr)}"
     if e.kind in (Rec.READ, Rec.WRITE):
         verb = "read" if e.kind == Rec.READ else "wrote"
-        return f"{verb} {e.arg} bytes at 0x{e.addr:08x} ({m.describe(e.addr)})"
+        return f"{verb} {e.arg} bytes at 0x{e.addr:08x} ({data_name(m, e.addr)})"
     if e.kind == Rec.PKA:
         op = PKA_OPS.get(e.addr & 0xFF, f"opcode {e.addr & 0xFF}")
         return f"started a PKA {op} of {e.addr >> 8} words busy for {e.arg:,} cycles"
@@ -249,8 +259,8 @@ def divergence(checker: Checker, ra: Run, rb: Run) -> dict[str, Any]:
         doc.update(kind="memory address", pc=at, addresses=[a.addr, b.addr])
         verb = "read" if a.kind == Rec.READ else "wrote"
         text = (f"the instruction at {checker.where(ma, at)} {verb} "
-                f"0x{a.addr:08x} ({ma.describe(a.addr)}) for input {ra.input.name} and 0x{b.addr:08x} "
-                f"({mb.describe(b.addr)}) for input {rb.input.name}")
+                f"0x{a.addr:08x} ({data_name(ma, a.addr)}) for input {ra.input.name} and 0x{b.addr:08x} "
+                f"({data_name(mb, b.addr)}) for input {rb.input.name}")
     elif a is not None and b is not None and a.kind == b.kind == Rec.PKA:
         at = a.pc
         doc.update(kind="PKA operation", pc=at, operations=[describe_event(checker, ma, a),

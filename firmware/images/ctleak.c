@@ -7,7 +7,10 @@
  *   0  leaky_modexp: multiplies only when the exponent bit is 1, a branch on the
  *      secret: which blocks run, and how many cycles, depend on the exponent;
  *   1  ct_modexp: multiplies for every bit and keeps the product under a mask made
- *      from the bit: the same instructions and addresses for every exponent.
+ *      from the bit: the same instructions and addresses for every exponent;
+ *   2  window_modexp: fixed windows of 4 bits, multiplying by a table entry indexed by
+ *      the window: no branch on the secret, but the table address it reads depends
+ *      on it (a cache-timing leak on a chip with a cache; here a leak of addresses).
  * The modular multiplication itself is branch-free (shift and conditional subtract
  * under a mask), so the exponent's branch is the only leak.
  *
@@ -74,6 +77,21 @@ __attribute__((noinline)) uint32_t ct_modexp(uint32_t base, uint32_t exp, uint32
     return r;
 }
 
+__attribute__((noinline)) uint32_t window_modexp(uint32_t base, uint32_t exp, uint32_t m)
+{
+    uint32_t table[16];
+    table[0] = 1;
+    for (int j = 1; j < 16; j++)
+        table[j] = mulmod(table[j - 1], base, m);
+    uint32_t r = 1;
+    for (int i = 28; i >= 0; i -= 4) {
+        for (int k = 0; k < 4; k++)
+            r = mulmod(r, r, m);
+        r = mulmod(r, table[(exp >> i) & 15u], m); /* LEAK: an address from the secret exponent */
+    }
+    return r;
+}
+
 int main(void)
 {
     uint32_t m = ct_modulus;
@@ -82,7 +100,10 @@ int main(void)
         return 2;
     }
     uint32_t base = ct_base % m;
-    ct_result = ct_mode ? ct_modexp(base, ct_secret, m) : leaky_modexp(base, ct_secret, m);
+    uint32_t mode = ct_mode;
+    ct_result = mode == 2 ? window_modexp(base, ct_secret, m)
+              : mode == 1 ? ct_modexp(base, ct_secret, m)
+              : leaky_modexp(base, ct_secret, m);
     sh_puts("ctleak: done\n");
     return 0;
 }
