@@ -19,6 +19,7 @@ that layout, so a run of ``--random`` can be repeated with ``--inputs``.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,11 +78,12 @@ class Input:
     origin: str = ""  # a path, or '' for generated inputs
 
 
-def random_inputs(secrets: list[Secret], count: int, rooms: dict[str, int], seed: int | None) -> list[Input]:
-    """``count`` inputs. Bytes and messages come from ``random.Random(seed)``; RSA keys
-    from the `cryptography` package's generator (fresh keys every time)."""
+def random_inputs(secrets: list[Secret], count: int, rooms: dict[str, int], seed: int | None) -> Iterator[Input]:
+    """``count`` inputs, made one at a time (a check that stops at the first difference
+    makes no more keys than it runs). Bytes and messages come from
+    ``random.Random(seed)``; RSA keys from the `cryptography` package's generator
+    (fresh keys every time)."""
     rng = random.Random(seed)
-    out = []
     for i in range(count):
         values: dict[str, bytes] = {}
         key: RsaKey | None = None
@@ -95,8 +97,7 @@ def random_inputs(secrets: list[Secret], count: int, rooms: dict[str, int], seed
             else:
                 n = s.size if s.size is not None else rooms[s.symbol]
                 values[s.symbol] = rng.randbytes(n)
-        out.append(Input(f"random #{i + 1}", values))
-    return out
+        yield Input(f"random #{i + 1}", values)
 
 
 def read_inputs(directory: str, secrets: list[Secret], rooms: dict[str, int]) -> list[Input]:
@@ -139,22 +140,18 @@ def _read(path: Path, symbol: str, room: int) -> bytes:
     return data
 
 
-def save(inputs: list[Input], directory: str) -> None:
-    """Write inputs in the --inputs layout (one subdirectory per input)."""
+def save(inp: Input, directory: str, number: int, count: int) -> None:
+    """Write input ``number`` of ``count`` in the --inputs layout (a subdirectory per input)."""
     from .errors import OutputError
 
-    root = Path(directory)
+    sub = Path(directory) / f"input{number:0{len(str(count))}d}"
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        width = len(str(len(inputs)))
-        for i, inp in enumerate(inputs):
-            sub = root / f"input{i + 1:0{width}d}"
-            sub.mkdir(exist_ok=True)
-            for sym, data in inp.values.items():
-                (sub / sym).write_bytes(data)
-            inp.origin = str(sub)
+        sub.mkdir(parents=True, exist_ok=True)
+        for sym, data in inp.values.items():
+            (sub / sym).write_bytes(data)
     except OSError as exc:
         raise OutputError(f"{directory}: cannot write the inputs: {exc.strerror or exc}") from None
+    inp.origin = str(sub)
 
 
 def preview(data: bytes, limit: int = 16) -> str:

@@ -195,3 +195,10 @@ def test_fewer_than_two_inputs_is_usage_error(capsys, elf, tmp_path):
     code, _, err = ct_check(capsys, str(elf("ctleak")), "--secret", "ct_secret", "--inputs", str(tmp_path))
     assert code == 64
     assert "at least two" in err
+
+
+def test_a_run_that_does_not_end_is_its_exit_code(capsys, elf):
+    code, doc, err = ct_check(capsys, str(elf("ctleak")), "--secret", "ct_secret", "--random", "2",
+                              "--max-cycles", "1000")
+    assert code == 124 and doc is None
+    assert err.startswith("pkasim: error: input random #1: the run did not end") and len(err.splitlines()) == 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,12 +145,14 @@ class Checker:
         return Run(inp, digest, result.cycles, result.instructions, exit_code_for(result))
 
     def record(self, run: Run, window: tuple[int, int]) -> tuple[list[Event], Machine]:
-        """The events of ``window`` of this input's run, run again up to the window's end."""
+        """The events of ``window`` of this input's run, run again until the checkpoint
+        after the window's end (not the window's own end: a budget there could cut short
+        an idle loop or a sleep inside the window, which would then read as a difference)."""
         m = self.machine(run.input)
         h = CtHash(m, record=window)
-        k = window[1] >> CK_SHIFT
+        k = window[1] >> CK_SHIFT  # checkpoints[k - 1] ends the window, checkpoints[k] is the next
         cks = run.digest.checkpoints
-        budget = cks[k - 1][1] + 1 if 0 < k <= len(cks) else self.budget
+        budget = cks[k][1] + 1 if k < len(cks) else self.budget
         m.run(max_cycles=budget)
         events = h.events()
         h.close()
@@ -294,16 +297,18 @@ def main(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("--secret SYMBOL=KIND:N says how --random fills a secret; with --inputs give SYMBOL only")
     checker = Checker(args)
     if args.random is not None:
-        inputs = ctinputs.random_inputs(args.secret, args.random, checker.rooms, args.seed)
+        count = args.random
+        inputs: Iterable[ctinputs.Input] = ctinputs.random_inputs(args.secret, count, checker.rooms, args.seed)
     else:
-        inputs = ctinputs.read_inputs(args.inputs, args.secret, checker.rooms)
-        if len(inputs) < 2:
-            raise UsageError(f"--inputs {args.inputs}: {len(inputs)} input(s); ct-check compares at least two")
-    if args.save_inputs:
-        ctinputs.save(inputs, args.save_inputs)
+        listed = ctinputs.read_inputs(args.inputs, args.secret, checker.rooms)
+        if len(listed) < 2:
+            raise UsageError(f"--inputs {args.inputs}: {len(listed)} input(s); ct-check compares at least two")
+        count, inputs = len(listed), listed
 
     runs: list[Run] = []
-    for inp in inputs:
+    for number, inp in enumerate(inputs, 1):
+        if args.save_inputs:
+            ctinputs.save(inp, args.save_inputs, number, count)
         runs.append(checker.run(inp))
         if runs[-1].key() != runs[0].key():
             break  # the first disagreement is reported; the rest need not run
@@ -313,7 +318,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         "firmware": args.firmware,
         "chip": checker.config.chip,
         "secrets": [str(s) for s in args.secret],
-        "inputs": len(inputs),
+        "inputs": count,
         "runs": [{"input": r.input.name, "cycles": r.cycles, "instructions": r.instructions,
                   "exit_code": r.exit_code, **{s: r.digest.counts[i] for i, s in enumerate(STREAMS)}}
                  for r in runs],
