@@ -15,11 +15,13 @@
  * spins and exceptions from the observer's events (observe.c calls pk_ct_event for
  * every pk_obs_emit). Nothing here calls Python.
  *
- * Every 2^ck_shift events of the merged stream the combined hash and the cycle count
- * are kept as a checkpoint: two runs whose final hashes differ first differ within
- * the window after their last equal checkpoint. A second run records the events of
- * that window only (rec_from <= index < rec_to), with the PC of each access, so the
- * first difference is found without recording a whole run.
+ * Every 2^ck_shift events of the merged stream the hashes and the cycle count are kept
+ * as a checkpoint: two runs whose final hashes differ first differ within the window
+ * after their last equal checkpoint. Given the checkpoints of a reference run, a run
+ * sets ``diverged`` at its first checkpoint that differs (Python then stops it: a
+ * leaky firmware costs one full run, not one per input). A second run records the
+ * events of that window only (rec_from <= index < rec_to), with the PC of each
+ * access, so the first difference is found without recording a whole run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@ enum { REC_BLOCK = 1, REC_READ = 2, REC_WRITE = 3, REC_PKA = 4, REC_SPIN = 5, RE
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
+#define CK_WORDS 5
 #define UC_MEM_WRITE_TYPE 17 /* uc_mem_type: UC_MEM_READ = 16, UC_MEM_WRITE = 17 */
 
 /* One recorded event: 32 bytes, the layout emulator/cthash.py unpacks. */
@@ -48,13 +51,16 @@ typedef struct {
     /* read by Python: emulator/cthash.py mirrors these fields, in this order */
     uint64_t hash[4];  /* flow, mem, pka, all */
     uint64_t count[4];
-    uint64_t *ck;      /* checkpoints: (hash of all, cycle) pairs */
+    uint64_t *ck;      /* checkpoints: CK_WORDS each (hash of all, cycle, hash of flow, mem, pka) */
     uint32_t ck_n, ck_cap;
     uint32_t ck_shift, nomem;
     uint64_t rec_from, rec_to;
     pk_ct_rec *rec;
     uint32_t rec_n, rec_cap;
     int32_t pc_regid, pad;
+    const uint64_t *ref; /* a reference run's checkpoints, or NULL */
+    uint32_t ref_n;
+    uint32_t diverged;   /* a checkpoint differs from the reference's */
     /* the cycle hook's state */
     pk_state *s;
     uint32_t last_pc; /* the last access's instruction (recording only) */
@@ -65,7 +71,7 @@ static inline uint64_t mix(uint64_t h, uint64_t x) { return (h ^ x) * FNV_PRIME;
 static void checkpoint(pk_ct *c) {
     if (c->ck_n == c->ck_cap) {
         uint32_t cap = c->ck_cap ? c->ck_cap * 2 : 1024;
-        uint64_t *n = realloc(c->ck, (size_t)cap * 2 * sizeof(uint64_t));
+        uint64_t *n = realloc(c->ck, (size_t)cap * CK_WORDS * sizeof(uint64_t));
         if (!n) {
             c->nomem = 1;
             return;
@@ -73,8 +79,13 @@ static void checkpoint(pk_ct *c) {
         c->ck = n;
         c->ck_cap = cap;
     }
-    c->ck[2 * c->ck_n] = c->hash[CT_ALL];
-    c->ck[2 * c->ck_n + 1] = c->s->cycles;
+    uint64_t *e = &c->ck[(size_t)CK_WORDS * c->ck_n];
+    e[0] = c->hash[CT_ALL];
+    e[1] = c->s->cycles;
+    e[2] = c->hash[CT_FLOW];
+    e[3] = c->hash[CT_MEM];
+    e[4] = c->hash[CT_PKA];
+    if (c->ref && (c->ck_n >= c->ref_n || c->ref[(size_t)CK_WORDS * c->ck_n] != e[0])) c->diverged = 1;
     c->ck_n++;
 }
 
@@ -166,6 +177,13 @@ pk_ct *pk_ct_new(pk_state *s, uint32_t ck_shift, uint64_t rec_from, uint64_t rec
     c->rec_to = rec_to;
     c->pc_regid = pc_regid;
     return c;
+}
+
+/* Compare the checkpoints with a reference run's (``n`` of them, CK_WORDS words each;
+ * the caller keeps them alive). */
+void pk_ct_set_reference(pk_ct *c, const uint64_t *ref, uint32_t n) {
+    c->ref = ref;
+    c->ref_n = n;
 }
 
 void pk_ct_free(pk_ct *c) {

@@ -4,7 +4,8 @@
 hook, a native memory hook and the observer's event stream (observe.c hands every
 event on to it). During the run nothing calls Python; afterwards ``result()`` gives
 the three running hashes, their event counts and the checkpoints (the combined hash
-every 2^CK_SHIFT events). Built with ``record=(first, end)``, it also records the
+every 2^CK_SHIFT events). Given a ``reference`` digest, it notes the first checkpoint
+that differs from the reference's (``diverged``). Built with ``record=(first, end)``, it also records the
 events numbered first..end-1 in detail (kind, address, size, PC, cycle), which is how
 ``pkasim ct-check`` finds the first event two runs disagree on (docs/ct-check.md).
 """
@@ -26,6 +27,7 @@ from .machine import Machine
 from .observe import Observer
 
 CK_SHIFT = 14  # a checkpoint every 16,384 events: the window a detail run records
+CK_WORDS = 5  # cthash.c's CK_WORDS
 STREAMS = ("flow", "mem", "pka")
 
 
@@ -67,7 +69,8 @@ class Digest:
 
     hashes: tuple[int, int, int, int]  # flow, mem, pka, all
     counts: tuple[int, int, int, int]
-    checkpoints: tuple[tuple[int, int], ...]  # (hash of all, cycle) after every 2^CK_SHIFT events
+    checkpoints: tuple[tuple[int, ...], ...]  # (hash of all, cycle, flow, mem, pka) every 2^CK_SHIFT events
+    complete: bool = True  # False: the run was stopped at its first checkpoint unlike the reference's
 
     def stream_key(self, i: int) -> tuple[int, int]:
         return self.hashes[i], self.counts[i]
@@ -89,6 +92,11 @@ class _Head(ctypes.Structure):
         ("rec", ctypes.c_void_p),
         ("rec_n", ctypes.c_uint32),
         ("rec_cap", ctypes.c_uint32),
+        ("pc_regid", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+        ("ref", ctypes.c_void_p),
+        ("ref_n", ctypes.c_uint32),
+        ("diverged", ctypes.c_uint32),
     ]
 
 
@@ -103,6 +111,8 @@ def _lib() -> ctypes.CDLL:
         lib.pk_obs_set_ext.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.pk_obs_set_ext.restype = None
         lib.pk_ct_sizeof_rec.restype = ctypes.c_uint32
+        lib.pk_ct_set_reference.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32]
+        lib.pk_ct_set_reference.restype = None
         if lib.pk_ct_sizeof_rec() != REC.size:
             raise PkasimError("the native ct-check hash does not match this pkasim: rebuild with 'pip install -e .'")
         lib._ct_ready = True
@@ -118,7 +128,8 @@ class _Events(Observer):
 class CtHash:
     """The hash of one run of ``machine`` (loaded, not yet run); see the module doc."""
 
-    def __init__(self, machine: Machine, record: tuple[int, int] | None = None, ck_shift: int = CK_SHIFT) -> None:
+    def __init__(self, machine: Machine, record: tuple[int, int] | None = None, ck_shift: int = CK_SHIFT,
+                 reference: Digest | None = None) -> None:
         self._lib = lib = _lib()
         self.machine = machine
         core = machine.core
@@ -128,6 +139,11 @@ class CtHash:
             raise MemoryError("cannot allocate the ct-check hash")
         self.ptr = ctypes.c_void_p(ptr)
         self._head = _Head.from_address(ptr)
+        self._ref = None
+        if reference is not None:
+            flat = [w for ck in reference.checkpoints for w in ck]
+            self._ref = (ctypes.c_uint64 * max(1, len(flat)))(*flat)
+            lib.pk_ct_set_reference(self.ptr, ctypes.addressof(self._ref), len(reference.checkpoints))
         self._observer = _Events()
         machine.observe(self._observer)
         lib.pk_obs_set_ext(core.obs.ptr, ctypes.cast(lib.pk_ct_event, ctypes.c_void_p), self.ptr)
@@ -137,13 +153,24 @@ class CtHash:
         ]
         core.flush_translations()  # blocks translated before the hooks existed get them too
 
-    def result(self) -> Digest:
+    @property
+    def diverged(self) -> bool:
+        """A checkpoint differed from the reference's."""
+        return bool(self._head.diverged)
+
+    @property
+    def recorded(self) -> bool:
+        """The whole window asked for has gone by."""
+        h = self._head
+        return h.rec_to > 0 and h.count[3] >= h.rec_to
+
+    def result(self, complete: bool = True) -> Digest:
         h = self._head
         if h.nomem:
             raise MemoryError("out of host memory in the ct-check hash")
-        raw = (ctypes.c_uint64 * (2 * h.ck_n)).from_address(h.ck) if h.ck_n else ()
-        cks = tuple((raw[2 * i], raw[2 * i + 1]) for i in range(h.ck_n))
-        return Digest(tuple(h.hash), tuple(h.count), cks)
+        raw = (ctypes.c_uint64 * (CK_WORDS * h.ck_n)).from_address(h.ck) if h.ck_n else ()
+        cks = tuple(tuple(raw[CK_WORDS * i:CK_WORDS * (i + 1)]) for i in range(h.ck_n))
+        return Digest(tuple(h.hash), tuple(h.count), cks, complete)
 
     def events(self) -> list[Event]:
         """The recorded window, in order."""

@@ -32,7 +32,7 @@ from ..errors import LoadError, PkasimError, UsageError
 from ..loader import Image, load_image
 from ..machine import Machine
 from ..report import exit_code_for
-from ..results import StopReason
+from ..results import Stop, StopReason
 from ..rsakey import KEY_SIZE
 from ..srclines import SourceLines
 from .common import DEFAULT_BUDGET_SECONDS, parse_int, read_file, setup_semihosting, symbol_file, write_text
@@ -78,16 +78,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 @dataclass
 class Run:
-    """One run's outcome."""
+    """One run's outcome; a run stopped where it first differed from the reference is
+    not ``complete`` (its counts are up to that point, its exit code unknown)."""
 
     input: ctinputs.Input
     digest: Digest
     cycles: int
     instructions: int
-    exit_code: int
+    exit_code: int | None
 
-    def key(self) -> tuple[int, int, int]:
-        return self.digest.hashes[3], self.digest.counts[3], self.cycles
+    @property
+    def complete(self) -> bool:
+        return self.digest.complete
+
+    def agrees(self, other: Run) -> bool:
+        return (self.complete and other.complete and
+                (self.digest.hashes[3], self.digest.counts[3], self.cycles) ==
+                (other.digest.hashes[3], other.digest.counts[3], other.cycles))
 
 
 class Checker:
@@ -133,27 +140,42 @@ class Checker:
             m.write_symbol(symbol, data)
         return m
 
-    def run(self, inp: ctinputs.Input) -> Run:
+    def run(self, inp: ctinputs.Input, reference: Digest | None = None) -> Run:
+        """One hashed run; with a reference, stopped soon after its first checkpoint
+        that differs from the reference's."""
         m = self.machine(inp)
-        h = CtHash(m)
-        result = m.run(max_cycles=self.budget)
-        digest = h.result()
+        h = CtHash(m, reference=reference)
+        stopped = False
+
+        def tick(_cycles: int) -> None:
+            nonlocal stopped
+            if h.diverged:
+                stopped = True
+                raise Stop(StopReason.UNTIL, "differs from the reference run")
+
+        # Every run, hashed or recorded, takes the same progress stops (every 2^24
+        # cycles), which end idle-loop skips and sleeps at the same cycles in all of them.
+        result = m.run(max_cycles=self.budget, progress=tick)
+        digest = h.result(complete=not stopped)
         h.close()
+        if stopped:
+            return Run(inp, digest, result.cycles, result.instructions, None)
         if result.reason != StopReason.EXIT:
             raise RunDidNotFinish(f"input {inp.name}: the run did not end: {result.message or result.reason.value}",
                                   exit_code_for(result))
         return Run(inp, digest, result.cycles, result.instructions, exit_code_for(result))
 
     def record(self, run: Run, window: tuple[int, int]) -> tuple[list[Event], Machine]:
-        """The events of ``window`` of this input's run, run again until the checkpoint
-        after the window's end (not the window's own end: a budget there could cut short
-        an idle loop or a sleep inside the window, which would then read as a difference)."""
+        """The events of ``window`` of this input's run, run again until the first
+        progress stop after the window (the same stops as the hashed run's)."""
         m = self.machine(run.input)
         h = CtHash(m, record=window)
-        k = window[1] >> CK_SHIFT  # checkpoints[k - 1] ends the window, checkpoints[k] is the next
-        cks = run.digest.checkpoints
-        budget = cks[k][1] + 1 if k < len(cks) else self.budget
-        m.run(max_cycles=budget)
+
+        def tick(_cycles: int) -> None:
+            if h.recorded:
+                raise Stop(StopReason.UNTIL, "recorded")
+
+        m.run(max_cycles=self.budget, progress=tick)
         events = h.events()
         h.close()
         return events, m
@@ -302,31 +324,33 @@ def main(args: argparse.Namespace, console: Console) -> int:
     else:
         listed = ctinputs.read_inputs(args.inputs, args.secret, checker.rooms)
         if len(listed) < 2:
-            raise UsageError(f"--inputs {args.inputs}: {len(listed)} input(s); ct-check compares at least two")
+            layout = ("a file per input" if len(args.secret) == 1 else
+                      "a subdirectory per input, holding a file named after each secret")
+            raise UsageError(f"--inputs {args.inputs}: {len(listed)} input(s) ({layout}); "
+                             "ct-check compares at least two")
         count, inputs = len(listed), listed
 
     runs: list[Run] = []
     for number, inp in enumerate(inputs, 1):
         if args.save_inputs:
             ctinputs.save(inp, args.save_inputs, number, count)
-        runs.append(checker.run(inp))
-        if runs[-1].key() != runs[0].key():
+        runs.append(checker.run(inp, runs[0].digest if runs else None))
+        if not runs[-1].agrees(runs[0]):
             break  # the first disagreement is reported; the rest need not run
     first = runs[0]
+    odd = next((r for r in runs if not r.agrees(first)), None)
     doc: dict[str, Any] = {
         "schema": "pkasim-ct-check/1",
         "firmware": args.firmware,
         "chip": checker.config.chip,
         "secrets": [str(s) for s in args.secret],
         "inputs": count,
-        "runs": [{"input": r.input.name, "cycles": r.cycles, "instructions": r.instructions,
-                  "exit_code": r.exit_code, **{s: r.digest.counts[i] for i, s in enumerate(STREAMS)}}
+        "runs": [{"input": r.input.name, "complete": r.complete, "cycles": r.cycles,
+                  "instructions": r.instructions, "exit_code": r.exit_code,
+                  **{s: r.digest.counts[i] for i, s in enumerate(STREAMS)}}
                  for r in runs],
     }
-    streams = {s: len({r.digest.stream_key(i) for r in runs}) == 1 for i, s in enumerate(STREAMS)}
-    streams["cycles"] = len({r.cycles for r in runs}) == 1
-    doc["identical"] = streams
-    odd = next((r for r in runs if r.key() != first.key()), None)
+    doc["identical"], doc["compared_to_event"] = verdicts(runs, odd)
     if odd is not None:
         doc["divergence"] = divergence(checker, first, odd)
     doc["verdict"] = "divergence" if odd is not None else "identical"
@@ -337,6 +361,25 @@ def main(args: argparse.Namespace, console: Console) -> int:
     return 1 if odd is not None else 0
 
 
+def verdicts(runs: list[Run], odd: Run | None) -> tuple[dict[str, bool | None], int | None]:
+    """Per stream (and cycles): the same in every run? For a run stopped soon after its
+    first checkpoint unlike the first run's, the streams are compared at that checkpoint
+    (up to the event number returned) and the cycles not at all (None)."""
+    first = runs[0]
+    if odd is None or odd.complete:
+        out: dict[str, bool | None] = {s: len({r.digest.stream_key(i) for r in runs}) == 1
+                                       for i, s in enumerate(STREAMS)}
+        out["cycles"] = len({r.cycles for r in runs}) == 1
+        return out, None
+    k = first_window(first.digest, odd.digest)[0] >> CK_SHIFT  # the first checkpoint that differs
+    mine = odd.digest.checkpoints[k] if k < len(odd.digest.checkpoints) else None
+    theirs = first.digest.checkpoints[k] if k < len(first.digest.checkpoints) else None
+    out = {s: mine is not None and theirs is not None and mine[2 + i] == theirs[2 + i]
+           for i, s in enumerate(STREAMS)}
+    out["cycles"] = None
+    return out, (k + 1) << CK_SHIFT
+
+
 def report(console: Console, doc: dict[str, Any], runs: list[Run], odd: Run | None) -> None:
     first = runs[0]
     console.print(f"ct-check {doc['firmware']} on {doc['chip']}: secrets {', '.join(doc['secrets'])}; "
@@ -344,13 +387,16 @@ def report(console: Console, doc: dict[str, Any], runs: list[Run], odd: Run | No
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for name, justify in (("what", "left"), ("verdict", "left"), ("first input", "right")):
         table.add_column(name, justify=justify)
+    upto = doc["compared_to_event"]
+    scope = f" to event {upto:,}" if upto is not None else ""
     for i, s in enumerate(STREAMS):
         same = doc["identical"][s]
-        table.add_row(STREAM_TITLES[s], "identical" if same else "[red]differs[/red]",
+        table.add_row(STREAM_TITLES[s], f"identical{scope}" if same else f"[red]differs[/red]{scope}",
                       f"{first.digest.counts[i]:,} {STREAM_UNITS[s]}")
-    table.add_row("cycles", "identical" if doc["identical"]["cycles"] else "[red]differs[/red]",
-                  f"{first.cycles:,}")
-    codes = sorted({r.exit_code for r in runs})
+    same = doc["identical"]["cycles"]
+    table.add_row("cycles", "not compared (a run was stopped)" if same is None else
+                  "identical" if same else "[red]differs[/red]", f"{first.cycles:,}")
+    codes = sorted({r.exit_code for r in runs if r.exit_code is not None})
     table.add_row("firmware exit code", "identical" if len(codes) == 1 else "differs",
                   ", ".join(map(str, codes)))
     console.print(table)
