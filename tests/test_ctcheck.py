@@ -1,16 +1,13 @@
 """pkasim ct-check (emulator/commands/ctcheck.py, emulator/cthash.c; docs/ct-check.md).
 
 It passes the PKA RSA images with random keys and messages (their control flow, memory
-access addresses, PKA operations and cycles are the same for every key and message),
+access addresses, PKA operations and cycles are the same for every key and message;
+the cycle tests of issue 12 for every image, here with random keys),
 finds the software RSA image's key-dependent branches, and finds the deliberately leaky
 square-and-multiply of firmware/images/ctleak.c at the line marked LEAK: a branch on
 the exponent bit (mode 0) and a table address from the exponent (mode 2), while the
 masked version (mode 1) passes. Hashing never changes a run's counts. Bad input gets
 one line and its exit code.
-
-xrsa_win_sram.elf does not pass yet: its table selection branches on the secret window
-(equal cycles either way, but not the same instructions); the tests expect the failure
-(strict xfail) until the firmware is fixed.
 
 Key counts are kept small here (the suite's time budget); docs/ct-check.md gives the
 20-key results for every image.
@@ -28,10 +25,7 @@ from emulator.cli import main
 from emulator.cthash import CtHash
 from emulator.machine import Machine
 
-SRAM_BRANCH = ("xrsa_win_sram.elf: clang compiles eq_mask (firmware/src/rsa_win.c:392) into a branch on the "
-               "secret window (cmp; bne; mvns), docs/ct-check.md")
-PKA_IMAGES = ("xrsa", "xrsa_opt", "xrsa_win",
-              pytest.param("xrsa_win_sram", marks=pytest.mark.xfail(strict=True, reason=SRAM_BRANCH)))
+PKA_IMAGES = ("xrsa", "xrsa_opt", "xrsa_win", "xrsa_win_sram", "xrsa_pair")
 
 
 def ct_check(capsys, *argv: str) -> tuple[int, dict | None, str]:
@@ -74,12 +68,21 @@ def test_pka_rsa2048_images_pass_with_random_keys_and_messages(capsys, elf, imag
     assert doc["runs"][0]["pka"] > 2_000  # the exponentiation ran (MONTMULs and the rest)
 
 
-@pytest.mark.parametrize("image", PKA_IMAGES[:3])  # xrsa_win_sram's 4096-bit build branches as its 2048 one
+@pytest.mark.parametrize("image", PKA_IMAGES[:4])  # xrsa_pair is xrsa_win without the pair
 def test_pka_rsa4096_images_pass_with_random_keys_and_messages(capsys, elf, image):
     code, doc, err = ct_check(capsys, str(elf(image)), *rsa_secrets(4096), "--random", "2")
     assert code == 0, err
     assert all(doc["identical"].values())
     assert len({r["cycles"] for r in doc["runs"]}) == 1
+
+
+def test_pair_image_passes_on_the_pka_with_the_pair(capsys, elf, repo):
+    """xrsa_pair.elf on the Victor preset (CAPS.PAIR): one MONTMUL2 per exponent bit."""
+    config = repo / "configs" / "presets" / "victor-radix16.yaml"
+    code, doc, err = ct_check(capsys, str(elf("xrsa_pair")), "--config", str(config), *rsa_secrets(2048),
+                              "--random", "3")
+    assert code == 0, err
+    assert all(doc["identical"].values())
 
 
 def test_software_rsa_branches_on_the_key(capsys, elf, repo):
