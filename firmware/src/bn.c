@@ -1,17 +1,27 @@
 /*
- * Software bignum for the RSA baseline: Mbed TLS 2.x bignum.c's algorithms on
- * static buffers (bn.h; docs/software-rsa.md). Function by function:
+ * Software bignum for the RSA baseline: the constant-time algorithms of Mbed TLS
+ * 3.6 LTS's bignum core (bignum_core.c) on static buffers (bn.h;
+ * docs/software-rsa.md). Function by function:
  *
- *   bn_mul_hlp      mpi_mul_hlp, with bn_mul.h's Thumb-1 MULADDC_CORE on ARMv6-M
- *                   (or either of its C versions: BN_MULADDC in bn.h)
- *   bn_montmul      mpi_montmul (2.2x: final subtraction by a masked copy)
- *   bn_montred      mpi_montred
- *   bn_mont_init    mpi_montg_init
- *   bn_exp_mod      mbedtls_mpi_exp_mod (sliding window, table W[2^(w-1)..2^w-1])
- *   bn_mul          mbedtls_mpi_mul_mpi (schoolbook with mpi_mul_hlp)
+ *   bn_mla          mbedtls_mpi_core_mla: d += s * b over a fixed length, with
+ *                   bn_mul.h's Thumb-1 MULADDC_CORE on ARMv6-M (or either of its C
+ *                   versions: BN_MULADDC in bn.h)
+ *   bn_montmul      mbedtls_mpi_core_montmul (final subtraction by a masked copy)
+ *   bn_montred      mbedtls_mpi_core_from_mont_rep (a montmul by 1)
+ *   bn_mont_init    mbedtls_mpi_core_montmul_init
+ *   bn_exp_mod      mbedtls_mpi_core_exp_mod (fixed window over the exponent's whole
+ *                   length, table W[0..2^w-1], every entry read for each lookup as
+ *                   mbedtls_mpi_core_ct_uint_table_lookup)
+ *   bn_mul          mbedtls_mpi_core_mul (schoolbook with bn_mla)
  *   bn_rr, bn_mod_wide   where Mbed TLS divides (mbedtls_mpi_mod_mpi), a doubling
- *                   loop and a Montgomery reduction; together well under 1% of an
- *                   RSA private operation (docs/software-rsa.md)
+ *                   loop and a Montgomery reduction, each with a fixed number of
+ *                   masked conditional subtractions; together about 1% of an RSA
+ *                   private operation (docs/software-rsa.md)
+ *
+ * Nothing here branches on, or indexes memory with, a value computed from a number:
+ * loop counts and addresses depend on the lengths only (`pkasim ct-check`,
+ * docs/ct-check.md). Carries and comparisons are computed with 64-bit arithmetic
+ * (ADDS/ADCS, SUBS/SBCS on ARMv6-M) and turned into all-ones/all-zeros masks.
  */
 #include "bn.h"
 
@@ -24,7 +34,7 @@ uint32_t bn_montmul_count;
  * type (bn_mul.h, "C, generic"): a 32x32 -> 64-bit product from four 16x16 -> 32-bit
  * ones, since ARMv6-M's MULS keeps only the low 32 bits.
  */
-void bn_mul_hlp_c(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
+bn_uint bn_muladdc_c(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
 {
     const bn_uint b0 = b & 0xFFFFu, b1 = b >> 16;
     bn_uint c = 0;
@@ -46,11 +56,7 @@ void bn_mul_hlp_c(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
         c = hi;
         *d++ = lo;
     }
-    do {
-        *d += c;
-        c = *d < c;
-        d++;
-    } while (c != 0);
+    return c;
 }
 
 /*
@@ -59,7 +65,7 @@ void bn_mul_hlp_c(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
  * armcc 5): on ARMv6-M each product is a call of the runtime's __aeabi_lmul (GCC) or
  * an inline four-MULS expansion (clang).
  */
-void bn_mul_hlp_ll(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
+bn_uint bn_muladdc_ll(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
 {
     bn_uint c = 0;
 
@@ -72,11 +78,7 @@ void bn_mul_hlp_ll(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
         c = r1;
         *d++ = r0;
     }
-    do {
-        *d += c;
-        c = *d < c;
-        d++;
-    } while (c != 0);
+    return c;
 }
 
 #if defined(__thumb__) && !defined(__thumb2__)
@@ -121,14 +123,14 @@ void bn_mul_hlp_ll(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
     "stmia  r2!, {r4}\n\t"      /* *d++ = lo */
 
 __asm__(
-    "\t.section .text.bn_mul_hlp_thumb,\"ax\",%progbits\n"
+    "\t.section .text.bn_muladdc_thumb,\"ax\",%progbits\n"
     "\t.syntax unified\n"
     "\t.thumb\n"
     "\t.balign 4\n"
-    "\t.global bn_mul_hlp_thumb\n"
-    "\t.type bn_mul_hlp_thumb, %function\n"
+    "\t.global bn_muladdc_thumb\n"
+    "\t.type bn_muladdc_thumb, %function\n"
     "\t.thumb_func\n"
-    "bn_mul_hlp_thumb:\n\t"         /* r0 = n, r1 = s, r2 = d, r3 = b */
+    "bn_muladdc_thumb:\n\t"         /* r0 = n, r1 = s, r2 = d, r3 = b */
     "push   {r4, r5, r6, r7, lr}\n\t"
     "mov    r4, r8\n\t"
     "mov    r5, r9\n\t"
@@ -162,30 +164,35 @@ __asm__(
     "cmp    r1, ip\n\t"
     "beq    4f\n\t"
     "b      3b\n"
-    "4:\n\t"                        /* do { *d += c; c = carry; d++; } while (c) */
-    "ldr    r3, [r2]\n\t"
-    "adds   r3, r3, r0\n\t"
-    "stmia  r2!, {r3}\n\t"
-    "movs   r0, #0\n\t"
-    "adcs   r0, r0\n\t"
-    "bne    4b\n\t"
+    "4:\n\t"                        /* return c (bn_carry moves it on) */
     "pop    {r4, r5}\n\t"
     "mov    r8, r4\n\t"
     "mov    r9, r5\n\t"
     "pop    {r4, r5, r6, r7, pc}\n"
-    "\t.size bn_mul_hlp_thumb, .-bn_mul_hlp_thumb\n"
+    "\t.size bn_muladdc_thumb, .-bn_muladdc_thumb\n"
     "\t.text\n");
 #endif
 
-void bn_mul_hlp(size_t n, const bn_uint *s, bn_uint *d, bn_uint b)
+bn_uint bn_carry(bn_uint *d, size_t n, bn_uint c)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = (uint64_t)d[i] + c;
+        d[i] = (bn_uint)x;
+        c = (bn_uint)(x >> 32);
+    }
+    return c;
+}
+
+bn_uint bn_mla(bn_uint *d, size_t dl, const bn_uint *s, size_t sl, bn_uint b)
 {
 #if BN_MULADDC == BN_MULADDC_ASM
-    bn_mul_hlp_thumb(n, s, d, b);
+    bn_uint c = bn_muladdc_thumb(sl, s, d, b);
 #elif BN_MULADDC == BN_MULADDC_C64
-    bn_mul_hlp_ll(n, s, d, b);
+    bn_uint c = bn_muladdc_ll(sl, s, d, b);
 #else
-    bn_mul_hlp_c(n, s, d, b);
+    bn_uint c = bn_muladdc_c(sl, s, d, b);
 #endif
+    return bn_carry(d + sl, dl - sl, c);
 }
 
 /* ---- limb vectors ---------------------------------------------------------------- */
@@ -207,12 +214,9 @@ bn_uint bn_add(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n)
     bn_uint c = 0;
 
     for (size_t i = 0; i < n; i++) {
-        bn_uint x = a[i], y = b[i];
-        bn_uint s = x + c;
-        c = s < c;
-        s += y;
-        c += s < y;
-        r[i] = s;
+        uint64_t s = (uint64_t)a[i] + b[i] + c;
+        r[i] = (bn_uint)s;
+        c = (bn_uint)(s >> 32);
     }
     return c;
 }
@@ -222,41 +226,58 @@ bn_uint bn_sub(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n)
     bn_uint c = 0;
 
     for (size_t i = 0; i < n; i++) {
-        bn_uint x = a[i], y = b[i];
-        bn_uint z = x < c;
-        x -= c;
-        c = (x < y) + z;
-        r[i] = x - y;
+        uint64_t d = (uint64_t)a[i] - b[i] - c;
+        r[i] = (bn_uint)d;
+        c = (bn_uint)(d >> 32) & 1u;
     }
     return c;
 }
 
-int bn_cmp(const bn_uint *a, const bn_uint *b, size_t n)
+bn_uint bn_add_masked(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n, bn_uint mask)
 {
-    while (n-- > 0) {
-        if (a[n] != b[n])
-            return a[n] > b[n] ? 1 : -1;
+    bn_uint c = 0;
+
+    mask = bn_ct_opaque(mask);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t s = (uint64_t)a[i] + (b[i] & mask) + c;
+        r[i] = (bn_uint)s;
+        c = (bn_uint)(s >> 32);
     }
-    return 0;
+    return c;
 }
 
-size_t bn_bitlen(const bn_uint *a, size_t n)
+bn_uint bn_sub_masked(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n, bn_uint mask)
 {
-    while (n > 0 && a[n - 1] == 0)
-        n--;
-    if (n == 0)
-        return 0;
-    size_t bits = 32u * n;
-    for (bn_uint top = a[n - 1]; !(top & 0x80000000u); top <<= 1)
-        bits--;
-    return bits;
+    bn_uint c = 0;
+
+    mask = bn_ct_opaque(mask);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = (uint64_t)a[i] - (b[i] & mask) - c;
+        r[i] = (bn_uint)d;
+        c = (bn_uint)(d >> 32) & 1u;
+    }
+    return c;
+}
+
+bn_uint bn_csub(bn_uint *x, bn_uint top, const bn_uint *n, size_t nl)
+{
+    bn_uint borrow = 0;
+
+    /* The borrow of x - n over all nl limbs, nothing stored (mbedtls_mpi_core_lt_ct). */
+    for (size_t i = 0; i < nl; i++) {
+        uint64_t d = (uint64_t)x[i] - n[i] - borrow;
+        borrow = (bn_uint)(d >> 32) & 1u;
+    }
+    /* x + top R >= n exactly when top - borrow does not wrap (top is small). */
+    bn_uint mask = ((bn_ct_opaque(top) - bn_ct_opaque(borrow)) >> 31) - 1u;
+    return top - bn_sub_masked(x, x, n, nl, mask);
 }
 
 void bn_mul(bn_uint *r, const bn_uint *a, size_t an, const bn_uint *b, size_t bn)
 {
     bn_zero(r, an + bn);
-    for (size_t j = bn; j > 0; j--)
-        bn_mul_hlp(an, a, r + j - 1, b[j - 1]);
+    for (size_t j = 0; j < bn; j++)
+        bn_mla(r + j, an + 1u, a, an, b[j]);
 }
 
 void bn_from_be(bn_uint *x, size_t nl, const uint8_t *buf, size_t len)
@@ -287,11 +308,11 @@ bn_uint bn_mont_init(bn_uint n0)
 
 /*
  * a = a * b * R^-1 mod N with b of bl limbs (bl = nl, or 1 for bn_montred), as
- * mpi_montmul: for each limb a[i], T += a[i] * b and T += u * N with
+ * mbedtls_mpi_core_montmul: for each limb a[i], T += a[i] * b and T += u * N with
  * u = (T[0] + a[i] b[0]) * mm, which zeroes T's low limb; the pointer d then moves
- * one limb up instead of shifting T. The result T < 2N; N is subtracted and the
- * difference or T taken by a mask, as Mbed TLS 2.2x does (a conditional assignment
- * without a branch on the secret comparison).
+ * one limb up instead of shifting T. Each accumulate runs over the same nl + 2
+ * limbs whatever the carries. The result T < 2N; N is subtracted and the
+ * difference or T taken by a mask (mbedtls_ct_memcpy_if).
  */
 static void montmul(bn_uint *a, const bn_uint *b, size_t bl, const bn_uint *n, size_t nl,
                     bn_uint mm, bn_uint *t)
@@ -300,21 +321,19 @@ static void montmul(bn_uint *a, const bn_uint *b, size_t bl, const bn_uint *n, s
 
     bn_montmul_count++;
     bn_zero(t, BN_MONT_SCRATCH(nl));
-    for (size_t i = 0; i < nl; i++) {
+    for (size_t i = 0; i < nl; i++, d++) {
         bn_uint u0 = a[i];
         bn_uint u1 = (d[0] + u0 * b[0]) * mm;
 
-        bn_mul_hlp(bl, b, d, u0);
-        bn_mul_hlp(nl, n, d, u1);
-        *d++ = u0;              /* (the limb shifted out; Mbed TLS stores u0 there too) */
-        d[nl + 1] = 0;
+        bn_mla(d, nl + 2u, b, bl, u0);
+        bn_mla(d, nl + 2u, n, nl, u1);
     }
     /* d[0..nl] = T < 2N. a = T; then d = T + 2^(32 nl) - N, whose top limb is 1
      * exactly when T >= N, and a takes d's low limbs then. */
     bn_copy(a, d, nl);
     d[nl] += 1u;
     d[nl] -= bn_sub(d, d, n, nl);
-    bn_uint mask = 0u - d[nl];
+    bn_uint mask = bn_ct_opaque(0u - d[nl]);
     for (size_t i = 0; i < nl; i++)
         a[i] = (a[i] & ~mask) | (d[i] & mask);
 }
@@ -335,14 +354,16 @@ void bn_mod_wide(bn_uint *r, bn_uint *t, const bn_uint *n, size_t nl, bn_uint mm
 {
     bn_uint *d = t;
 
-    /* Montgomery reduction of x = t[0..2nl): (x + U N) / R with U < R. */
+    /* Montgomery reduction of x = t[0..2nl): (x + U N) / R with U < R, each step's
+     * carry carried to the top. */
     t[2u * nl] = 0;
     t[2u * nl + 1u] = 0;
     for (size_t i = 0; i < nl; i++, d++)
-        bn_mul_hlp(nl, n, d, d[0] * mm);
-    /* d[0..nl] = (x + U N) / R < x / R + N <= 3N when x < 2^(64 nl) and N >= R/2. */
-    while (d[nl] != 0 || bn_cmp(d, n, nl) >= 0)
-        d[nl] -= bn_sub(d, d, n, nl);
+        bn_mla(d, 2u * nl + 2u - i, n, nl, d[0] * mm);
+    /* d[0..nl] = (x + U N) / R < x / R + N <= 3N when x < 2^(64 nl) and N >= R/2:
+     * two masked subtractions, always both. */
+    d[nl] = bn_csub(d, d[nl], n, nl);
+    d[nl] = bn_csub(d, d[nl], n, nl);
     bn_copy(r, d, nl);
     /* x R^-1 * R^2 * R^-1 = x mod N. */
     montmul(r, rr, nl, n, nl, mm, t);
@@ -350,43 +371,47 @@ void bn_mod_wide(bn_uint *r, bn_uint *t, const bn_uint *n, size_t nl, bn_uint mm
 
 void bn_rr(bn_uint *rr, const bn_uint *n, size_t nl)
 {
-    size_t nb = bn_bitlen(n, nl);
-
-    /* From 2^(nb-1) < N, double up to 2^(64 nl), subtracting N whenever it fits. */
+    /* R mod N = R - N for R/2 <= N < R, then 32 nl doublings each followed by a
+     * masked subtraction: 2x < 2N, so one subtraction brings it below N again. */
     bn_zero(rr, nl);
-    rr[(nb - 1u) / 32u] = 1u << ((nb - 1u) % 32u);
-    for (size_t k = nb - 1u; k < 64u * nl; k++) {
+    bn_sub(rr, rr, n, nl);
+    for (size_t k = 0; k < 32u * nl; k++) {
         bn_uint top = rr[nl - 1u] >> 31;
         for (size_t i = nl - 1u; i > 0; i--)
             rr[i] = (rr[i] << 1) | (rr[i - 1u] >> 31);
         rr[0] <<= 1;
-        if (top || bn_cmp(rr, n, nl) >= 0)
-            bn_sub(rr, rr, n, nl);
+        bn_csub(rr, top, n, nl);
     }
 }
 
 /* ---- exponentiation ------------------------------------------------------------------- */
 
-/* Bits in a big-endian byte string: 0 for zero. */
-static size_t be_bitlen(const uint8_t *e, size_t elen)
-{
-    size_t i = 0;
-
-    while (i < elen && e[i] == 0)
-        i++;
-    if (i == elen)
-        return 0;
-    size_t bits = 8u * (elen - i);
-    for (uint8_t top = e[i]; !(top & 0x80u); top <<= 1)
-        bits--;
-    return bits;
-}
-
 unsigned bn_window_size(size_t ebits)
 {
-    unsigned w = ebits > 671 ? 6u : ebits > 239 ? 5u : ebits > 79 ? 4u : ebits > 23 ? 3u : 1u;
+#if BN_WINDOW_SIZE >= 6
+    return ebits > 671 ? 6u : ebits > 239 ? 5u : ebits > 79 ? 4u : 1u;
+#elif BN_WINDOW_SIZE == 5
+    return ebits > 239 ? 5u : ebits > 79 ? 4u : 1u;
+#elif BN_WINDOW_SIZE > 1
+    return ebits > 79 ? (unsigned)BN_WINDOW_SIZE : 1u;
+#else
+    (void)ebits;
+    return 1u;
+#endif
+}
 
-    return w > BN_WINDOW_SIZE ? (unsigned)BN_WINDOW_SIZE : w;
+/* sel = table[idx] of count entries of nl limbs, reading every entry
+ * (mbedtls_mpi_core_ct_uint_table_lookup). */
+static void ct_select(bn_uint *sel, const bn_uint (*table)[BN_MAX_LIMBS], size_t count, size_t nl,
+                      bn_uint idx)
+{
+    bn_zero(sel, nl);
+    for (bn_uint j = 0; j < count; j++) {
+        bn_uint diff = j ^ idx;
+        bn_uint mask = bn_ct_opaque(((diff | (0u - diff)) >> 31) - 1u);   /* all ones when j == idx */
+        for (size_t i = 0; i < nl; i++)
+            sel[i] |= table[j][i] & mask;
+    }
 }
 
 void bn_exp_mod(bn_uint *x, const bn_uint *a, const uint8_t *e, size_t elen,
@@ -394,65 +419,39 @@ void bn_exp_mod(bn_uint *x, const bn_uint *a, const uint8_t *e, size_t elen,
 {
     const bn_uint mm = bn_mont_init(n[0]);
     bn_uint *t = ws->t;
-    const size_t ebits = be_bitlen(e, elen);
+    const size_t ebits = 8u * elen;
     const unsigned wsize = bn_window_size(ebits);
+    const size_t welem = (size_t)1 << wsize;
 
-    /* W[1] = A R mod N; X = R mod N (1 in the Montgomery domain). */
-    bn_copy(ws->w1, a, nl);
-    montmul(ws->w1, rr, nl, n, nl, mm, t);
-    bn_copy(x, rr, nl);
-    bn_montred(x, n, nl, mm, t);
-
-    /* W[2^(w-1)] = W[1]^(2^(w-1)), then W[i] = W[i-1] W[1] up to 2^w - 1. */
-    const size_t first = (size_t)1 << (wsize - 1u);
-    if (wsize > 1u) {
-        bn_uint *wj = ws->w[0];
-        bn_copy(wj, ws->w1, nl);
-        for (unsigned i = 0; i < wsize - 1u; i++)
-            montmul(wj, wj, nl, n, nl, mm, t);
-        for (size_t i = 1; i < first; i++) {
-            bn_copy(ws->w[i], ws->w[i - 1u], nl);
-            montmul(ws->w[i], ws->w1, nl, n, nl, mm, t);
-        }
+    /* W[0] = R mod N (1 in the Montgomery domain), W[1] = A R mod N,
+     * W[i] = W[i-1] W[1] up to 2^w - 1. */
+    bn_zero(ws->w[0], nl);
+    ws->w[0][0] = 1u;
+    montmul(ws->w[0], rr, nl, n, nl, mm, t);
+    bn_copy(ws->w[1], a, nl);
+    montmul(ws->w[1], rr, nl, n, nl, mm, t);
+    for (size_t i = 2; i < welem; i++) {
+        bn_copy(ws->w[i], ws->w[i - 1u], nl);
+        montmul(ws->w[i], ws->w[1], nl, n, nl, mm, t);
     }
+    bn_copy(x, ws->w[0], nl);
 
     /*
-     * Left to right over the exponent's bits. state 0: leading zeros, skipped;
-     * state 1: between windows, each zero bit is a squaring; state 2: collecting a
-     * window of wsize bits that starts with a one, then wsize squarings and one
-     * multiplication by W[window].
+     * Left to right over all of e's bits, leading zeros included: a squaring per bit;
+     * after every wsize bits, and after the last, one multiplication by W[window]
+     * (W[0] for a window of zeros), the entry read by ct_select.
      */
-    unsigned state = 0, nbits = 0;
-    size_t wbits = 0;
-    for (size_t i = 0; i < elen; i++) {
-        for (int k = 7; k >= 0; k--) {
-            unsigned ei = (e[i] >> k) & 1u;
-
-            if (ei == 0 && state == 0)
-                continue;
-            if (ei == 0 && state == 1) {
-                montmul(x, x, nl, n, nl, mm, t);
-                continue;
-            }
-            state = 2;
-            nbits++;
-            wbits |= (size_t)ei << (wsize - nbits);
-            if (nbits == wsize) {
-                for (unsigned j = 0; j < wsize; j++)
-                    montmul(x, x, nl, n, nl, mm, t);
-                montmul(x, wbits == 1u ? ws->w1 : ws->w[wbits - first], nl, n, nl, mm, t);
-                state--;
-                nbits = 0;
-                wbits = 0;
-            }
-        }
-    }
-    /* The bits left in an unfinished window, one at a time. */
-    for (unsigned i = 0; i < nbits; i++) {
+    bn_uint window = 0;
+    unsigned window_bits = 0;
+    for (size_t b = 0; b < ebits; b++) {
         montmul(x, x, nl, n, nl, mm, t);
-        wbits <<= 1;
-        if (wbits & ((size_t)1 << wsize))
-            montmul(x, ws->w1, nl, n, nl, mm, t);
+        window = (window << 1) | ((e[b / 8u] >> (7u - b % 8u)) & 1u);
+        if (++window_bits == wsize || b + 1u == ebits) {
+            ct_select(ws->sel, ws->w, welem, nl, window);
+            montmul(x, ws->sel, nl, n, nl, mm, t);
+            window = 0;
+            window_bits = 0;
+        }
     }
     /* Out of the Montgomery domain. */
     bn_montred(x, n, nl, mm, t);

@@ -1,17 +1,21 @@
 /*
- * Software bignum for the RSA baseline (docs/software-rsa.md): the algorithms of
- * Mbed TLS's bignum.c (2.x, the release line the xRSA paper measured in 2021),
- * rewritten for fixed-size static buffers and no heap.
+ * Software bignum for the RSA baseline (docs/software-rsa.md): the constant-time
+ * algorithms of Mbed TLS 3.6 LTS's bignum core (bignum_core.c), rewritten for
+ * fixed-size static buffers and no heap. (Until 2026 it followed Mbed TLS 2.x, the
+ * release line the xRSA paper measured in 2021, with a sliding window whose
+ * multiplications depended on the exponent's bits; docs/software-rsa.md keeps those
+ * figures.)
  *
- *   bn_mul_hlp   d += s * b over a limb vector, carry propagated (mpi_mul_hlp);
+ *   bn_mla       d += s * b over a fixed number of limbs (mbedtls_mpi_core_mla);
  *                on ARMv6-M the same 16-bit-halves inner step as Mbed TLS's Thumb-1
  *                MULADDC_CORE (bn_mul.h), or one of its C versions (BN_MULADDC)
  *   bn_montmul   Montgomery multiplication a*b/R mod N, R = 2^(32*nl), operand
- *                scanning with two bn_mul_hlp passes per limb (mpi_montmul)
- *   bn_exp_mod   sliding-window exponentiation in the Montgomery domain, window
- *                chosen from the exponent's length and capped by BN_WINDOW_SIZE
- *                (mbedtls_mpi_exp_mod and MBEDTLS_MPI_WINDOW_SIZE)
+ *                scanning with two bn_mla passes per limb (mbedtls_mpi_core_montmul)
+ *   bn_exp_mod   fixed-window exponentiation over the exponent's whole length, the
+ *                window from that length capped by BN_WINDOW_SIZE, each table entry
+ *                picked by reading all of them (mbedtls_mpi_core_exp_mod)
  *
+ * On the private-key path nothing branches on or indexes memory by a secret value.
  * Numbers are little-endian arrays of 32-bit limbs (limb 0 least significant);
  * each function states its lengths. A modulus N is odd, nl limbs, nl <= BN_MAX_LIMBS.
  * No function allocates: scratch space is passed in.
@@ -30,25 +34,24 @@ typedef uint32_t bn_uint;               /* one limb */
 #define BN_MAX_LIMBS 64u
 
 /*
- * Largest sliding window, as MBEDTLS_MPI_WINDOW_SIZE (Mbed TLS default 6; 1..6).
- * bn_exp_mod picks w from the exponent length like Mbed TLS (6 above 671 bits, so
- * 6 for both RSA-2048 and RSA-4096 CRT exponents) and caps it here. The table holds
- * 2^(w-1) numbers of BN_MAX_LIMBS limbs: w = 6 is 32 x 256 B = 8 KiB of the 16 KiB
- * SRAM. It fits with the rest of the RSA-4096 working set (10.0 KiB of .bss in all,
- * 2.8 KiB of key/message/signature buffers in .data) and leaves 3.2 KiB for a stack
- * that needs 0.4 KiB; a window of 5 would free 4 KiB for 1.4% more time, 4 another
- * 2 KiB for 3.8%. docs/software-rsa.md has the budget.
+ * Largest window, as MBEDTLS_MPI_WINDOW_SIZE (1..6). bn_exp_mod picks w from the
+ * exponent's whole length (4 nl bytes) by Mbed TLS 3.6's rule for this cap
+ * (exp_mod_get_window_size: with 5, w = 5 above 239 bits, 4 above 79, else 1; so 5
+ * for both RSA-2048 and RSA-4096 CRT exponents). The fixed window's table holds all
+ * 2^w numbers W[0..2^w) of BN_MAX_LIMBS limbs: w = 5 is 32 x 256 B = 8 KiB of the
+ * 16 KiB SRAM, the same as Mbed TLS 2.x's sliding-window table of w = 6 (W[32..63])
+ * it replaces; w = 6 would need 16 KiB. docs/software-rsa.md has the budget.
  */
 #ifndef BN_WINDOW_SIZE
-#define BN_WINDOW_SIZE 6
+#define BN_WINDOW_SIZE 5
 #endif
 #if BN_WINDOW_SIZE < 1 || BN_WINDOW_SIZE > 6
 #error "BN_WINDOW_SIZE must be 1..6 (as MBEDTLS_MPI_WINDOW_SIZE)"
 #endif
-#define BN_WTAB_ENTRIES (1u << (BN_WINDOW_SIZE - 1))
+#define BN_WTAB_ENTRIES (1u << BN_WINDOW_SIZE)
 
 /*
- * Which multiply-accumulate inner step bn_mul_hlp runs, as Mbed TLS's bn_mul.h picks
+ * Which multiply-accumulate inner step bn_mla runs, as Mbed TLS's bn_mul.h picks
  * its MULADDC_CORE (all three are built and callable; see bn.c):
  *   BN_MULADDC_ASM  the Thumb-1 assembly (Mbed TLS with MBEDTLS_HAVE_ASM, its
  *                   default, built by GCC or clang for ARMv6-M): the default here
@@ -77,24 +80,42 @@ typedef uint32_t bn_uint;               /* one limb */
 
 /* Working storage of bn_exp_mod (Mbed TLS allocates these on the heap). */
 typedef struct {
-    bn_uint w[BN_WTAB_ENTRIES][BN_MAX_LIMBS];   /* W[2^(w-1)] .. W[2^w - 1] */
-    bn_uint w1[BN_MAX_LIMBS];                   /* W[1] = A R mod N */
+    bn_uint w[BN_WTAB_ENTRIES][BN_MAX_LIMBS];   /* W[i] = A^i R mod N, i < 2^w */
+    bn_uint sel[BN_MAX_LIMBS];                  /* the entry a window selected */
     bn_uint t[BN_MONT_SCRATCH(BN_MAX_LIMBS)];   /* montmul scratch */
 } bn_exp_ws;
+
+/*
+ * x, with the compiler made to forget what it knows of it (Mbed TLS's
+ * mbedtls_ct_compiler_opaque): a mask derived from a comparison is known to be 0 or
+ * all ones, and without this the compiler turns `b & mask` back into a branch.
+ */
+static inline bn_uint bn_ct_opaque(bn_uint x)
+{
+    __asm__ volatile("" : "+r"(x));
+    return x;
+}
 
 /* ---- limb vectors --------------------------------------------------------- */
 
 /*
- * d[0..n) += s[0..n) * b, then the carry is added into d[n], d[n+1], ... until it
- * dies out (the caller guarantees room, as in Mbed TLS). bn_mul_hlp is the one the
- * library uses; both builds are kept callable for the tests.
+ * d[0..n) += s[0..n) * b; returns the carry out of d[n-1] (Mbed TLS's MULADDC loops).
+ * bn_mla calls the one BN_MULADDC picks; all builds are kept callable for the tests.
  */
-void bn_mul_hlp(size_t n, const bn_uint *s, bn_uint *d, bn_uint b);
-void bn_mul_hlp_c(size_t n, const bn_uint *s, bn_uint *d, bn_uint b);     /* C, 16-bit halves */
-void bn_mul_hlp_ll(size_t n, const bn_uint *s, bn_uint *d, bn_uint b);    /* C, 64-bit product */
+bn_uint bn_muladdc_c(size_t n, const bn_uint *s, bn_uint *d, bn_uint b);     /* C, 16-bit halves */
+bn_uint bn_muladdc_ll(size_t n, const bn_uint *s, bn_uint *d, bn_uint b);    /* C, 64-bit product */
 #if defined(__thumb__) && !defined(__thumb2__)
-void bn_mul_hlp_thumb(size_t n, const bn_uint *s, bn_uint *d, bn_uint b); /* ARMv6-M asm */
+bn_uint bn_muladdc_thumb(size_t n, const bn_uint *s, bn_uint *d, bn_uint b); /* ARMv6-M asm */
 #endif
+
+/* d[0..n) += c, over all n limbs whatever c; returns the carry out. */
+bn_uint bn_carry(bn_uint *d, size_t n, bn_uint c);
+
+/*
+ * d[0..dl) += s[0..sl) * b, sl <= dl, the carry taken through all of d whatever
+ * the values (mbedtls_mpi_core_mla); returns the carry out of d[dl-1].
+ */
+bn_uint bn_mla(bn_uint *d, size_t dl, const bn_uint *s, size_t sl, bn_uint b);
 
 /* x = 0; dst = src (n limbs; dst may equal src). */
 void bn_zero(bn_uint *x, size_t n);
@@ -104,12 +125,17 @@ void bn_copy(bn_uint *dst, const bn_uint *src, size_t n);
 bn_uint bn_add(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n);
 /* r = a - b, n limbs each; returns the borrow out. r may alias a or b. */
 bn_uint bn_sub(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n);
-/* -1, 0, 1 as a <, ==, > b (n limbs each). */
-int bn_cmp(const bn_uint *a, const bn_uint *b, size_t n);
-/* Bits in a (n limbs): 0 for zero. */
-size_t bn_bitlen(const bn_uint *a, size_t n);
+/* r = a + (b & mask), r = a - (b & mask): mask all ones or zero (conditional
+ * add and subtract without a branch). */
+bn_uint bn_add_masked(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n, bn_uint mask);
+bn_uint bn_sub_masked(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n, bn_uint mask);
+/*
+ * x (nl limbs, plus a small top limb) -= n when x + top R >= n, decided by a mask
+ * from a full-length borrow, never a branch; returns the new top.
+ */
+bn_uint bn_csub(bn_uint *x, bn_uint top, const bn_uint *n, size_t nl);
 
-/* r (an + bn limbs) = a * b; r must not alias a or b (mbedtls_mpi_mul_mpi). */
+/* r (an + bn limbs) = a * b; r must not alias a or b (mbedtls_mpi_core_mul). */
 void bn_mul(bn_uint *r, const bn_uint *a, size_t an, const bn_uint *b, size_t bn);
 
 /* Big-endian bytes <-> limbs: x (nl limbs) = buf[0..len), or buf = x (len bytes). */
@@ -136,21 +162,24 @@ void bn_montred(bn_uint *a, const bn_uint *n, size_t nl, bn_uint mm, bn_uint *t)
  * BN_MONT_SCRATCH(nl) limbs and is overwritten): Montgomery reduction of x
  * (x R^-1 mod N) then a montmul by rr = R^2 mod N. Stands in for Mbed TLS's
  * mbedtls_mpi_mod_mpi (long division) where the RSA code reduces a number.
- * Any odd N; when N >= R/2 (an RSA prime) at most two subtractions follow.
+ * N >= R/2 (an RSA prime): two masked subtractions follow, always both.
  */
 void bn_mod_wide(bn_uint *r, bn_uint *t, const bn_uint *n, size_t nl, bn_uint mm, const bn_uint *rr);
 
-/* rr = R^2 mod N, by doubling (Mbed TLS: a shift and a long division). */
+/* rr = R^2 mod N for R/2 <= N < R, by 32 nl doublings from R - N, each with a
+ * masked subtraction (Mbed TLS: a shift and a long division). */
 void bn_rr(bn_uint *rr, const bn_uint *n, size_t nl);
 
 /*
- * x = a^e mod N (mbedtls_mpi_exp_mod): a < N (nl limbs), e big-endian bytes
- * e[0..elen), rr = R^2 mod N. x must not alias a, rr or ws.
+ * x = a^e mod N (mbedtls_mpi_core_exp_mod): a < N (nl limbs), e big-endian bytes
+ * e[0..elen), rr = R^2 mod N. x must not alias a, rr or ws. The same operations
+ * for every a, e and N of these lengths: 2^w table montmuls, 8 elen squarings,
+ * ceil(8 elen / w) multiplications, one reduction.
  */
 void bn_exp_mod(bn_uint *x, const bn_uint *a, const uint8_t *e, size_t elen,
                 const bn_uint *n, size_t nl, const bn_uint *rr, bn_exp_ws *ws);
 
-/* Window size bn_exp_mod uses for an exponent of ebits bits (Mbed TLS's rule, capped). */
+/* Window size bn_exp_mod uses for an exponent of ebits bits (Mbed TLS 3.6's rule, capped). */
 unsigned bn_window_size(size_t ebits);
 
 /* Montgomery multiplications made by bn_exp_mod calls since the last reset (a count
@@ -186,9 +215,9 @@ int soft_rsa_bn_call(const uint32_t *in, uint32_t *out);
 #define BN_PROBE_MOD_WIDE   2   /* out = a mod n (a: 2 nl limbs, n >= R/2) */
 #define BN_PROBE_RR         3   /* out = R^2 mod n */
 #define BN_PROBE_MUL        4   /* out = a b (2 nl limbs) */
-#define BN_PROBE_MUL_HLP    5   /* out = a + b * n[0] (a: 2 nl limbs) with bn_mul_hlp */
-#define BN_PROBE_MUL_HLP_C  6   /* the same with the portable C bn_mul_hlp_c */
+#define BN_PROBE_MUL_HLP    5   /* out = a + b * n[0] (a: 2 nl limbs) with bn_mla */
+#define BN_PROBE_MUL_HLP_C  6   /* the same with the portable C bn_muladdc_c */
 #define BN_PROBE_MONT_INIT  7   /* out[0] = -n^-1 mod 2^32 */
-#define BN_PROBE_MUL_HLP_LL 8   /* as BN_PROBE_MUL_HLP with bn_mul_hlp_ll */
+#define BN_PROBE_MUL_HLP_LL 8   /* as BN_PROBE_MUL_HLP with bn_muladdc_ll */
 
 #endif

@@ -2,7 +2,7 @@
  * RSA private-key operation in software: the xRSA paper's "naive method" (Mbed TLS
  * bignum, no PKA), as mbedtls_rsa_private computes it with CRT (docs/software-rsa.md):
  *
- *   S_q = m^dq mod q,  S_p = m^dp mod p        (bn_exp_mod: sliding window, montmul)
+ *   S_q = m^dq mod q,  S_p = m^dp mod p        (bn_exp_mod: fixed window, montmul)
  *   h   = qinv (S_p - S_q) mod p
  *   S   = S_q + h q
  *
@@ -14,9 +14,13 @@
  * Key layout as rsa.h: each big-endian value in the first nbits/16 bytes of its
  * 256-byte array. Primes are nl = nbits/64 limbs: 32 for RSA-2048, 64 for RSA-4096.
  *
+ * Every step is constant time in the key and the message (Mbed TLS 3.6's bignum
+ * core; the CRT recombination's reductions are masked too): `pkasim ct-check`
+ * passes it.
+ *
  * RAM (all static, sized for RSA-4096): the exponentiation workspace (window table
- * of 2^(BN_WINDOW_SIZE-1) 2048-bit numbers, W[1], the montmul scratch) 8968 bytes
- * with BN_WINDOW_SIZE 6, shared with the CRT step and rsa_get_public_key, plus five
+ * of 2^BN_WINDOW_SIZE 2048-bit numbers, the selected entry, the montmul scratch)
+ * 8968 bytes with BN_WINDOW_SIZE 5, shared with the CRT step and rsa_get_public_key, plus five
  * 2048-bit numbers (1280 bytes). docs/software-rsa.md has the whole budget.
  */
 #include "bn.h"
@@ -96,10 +100,9 @@ int soft_rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
      * or S_q - p. */
     bn_uint *sq_p = ws.crt.t;               /* (borrows the scratch for a moment) */
     bn_copy(sq_p, s_q, nl);
-    if (bn_cmp(sq_p, prime, nl) >= 0)
-        bn_sub(sq_p, sq_p, prime, nl);
-    if (bn_sub(s_p, s_p, sq_p, nl))
-        bn_add(s_p, s_p, prime, nl);
+    bn_csub(sq_p, 0, prime, nl);
+    bn_uint borrow = bn_sub(s_p, s_p, sq_p, nl);
+    bn_add_masked(s_p, s_p, prime, nl, 0u - borrow);
     bn_from_be(ws.crt.qinv, nl, key->qinv, 4u * nl);
     bn_montmul(s_p, ws.crt.qinv, prime, nl, mm, ws.crt.t);     /* (S_p - S_q) qinv / R */
     bn_montmul(s_p, rr, prime, nl, mm, ws.crt.t);              /* h */
@@ -107,9 +110,7 @@ int soft_rsa_private(const rsa_key_t *key, const uint8_t *in, uint8_t *out)
     /* S = S_q + h q < q + (p - 1) q = n. */
     bn_from_be(ws.crt.q, nl, key->q, 4u * nl);
     bn_mul(ws.crt.s, s_p, nl, ws.crt.q, nl);
-    bn_uint c = bn_add(ws.crt.s, ws.crt.s, s_q, nl);
-    for (size_t i = nl; c && i < 2u * nl; i++)
-        c = ++ws.crt.s[i] == 0;
+    bn_carry(ws.crt.s + nl, nl, bn_add(ws.crt.s, ws.crt.s, s_q, nl));
     bn_to_be(out, 8u * nl, ws.crt.s, 2u * nl);
     return RSA_OK;
 }
@@ -167,8 +168,11 @@ int soft_rsa_bn_call(const uint32_t *in, uint32_t *out)
     case BN_PROBE_MUL_HLP_C:
     case BN_PROBE_MUL_HLP_LL:
         bn_copy(out, a, 2u * nl);
-        (op == BN_PROBE_MUL_HLP ? bn_mul_hlp : op == BN_PROBE_MUL_HLP_C ? bn_mul_hlp_c : bn_mul_hlp_ll)
-            (nl, b, out, n[0]);
+        if (op == BN_PROBE_MUL_HLP)
+            bn_mla(out, 2u * nl + 2u, b, nl, n[0]);
+        else
+            bn_carry(out + nl, nl + 2u,
+                     (op == BN_PROBE_MUL_HLP_C ? bn_muladdc_c : bn_muladdc_ll)(nl, b, out, n[0]));
         return 0;
     case BN_PROBE_MONT_INIT:
         out[0] = bn_mont_init(n[0]);
