@@ -1,5 +1,6 @@
 """The software RSA baseline (firmware/images/rsa_soft.c, src/bn.c, src/rsa_soft.c):
-the xRSA paper's "naive method", Mbed TLS-style bignum with no PKA.
+the xRSA paper's "naive method", Mbed TLS-style bignum with no PKA, constant time
+like Mbed TLS 3.6's bignum core.
 
 Checked like the PKA firmware: keys generated here with `cryptography` (e = 65537),
 the output against pow(m, d, n) and pow(out, e, n) == m, for m = 0, 1, N-1, m < p,
@@ -11,7 +12,8 @@ Below the RSA level, the bignum core is checked against Python integers under
 hypothesis through soft_rsa_bn_call (Montgomery multiplication, exponentiation,
 reductions, the multiply-accumulate inner loop in assembly and in C), the whole
 CRT path with small random keys, the Montgomery multiplication count against Mbed
-TLS's sliding-window rule, and the inner step's cycle cost.
+TLS 3.6's fixed-window rule (the same for every key and message), and the inner
+step's cycle cost.
 """
 
 from __future__ import annotations
@@ -158,36 +160,27 @@ def fw(config, soft_elf):
     return run
 
 
-def exp_montmuls(e: int, cap: int = 6) -> int:
-    """Montgomery multiplications of one mbedtls_mpi_exp_mod (as bn_exp_mod): W[1] and
-    X = R mod N, the window table, the sliding window over e's bits, the final
-    reduction. Window size by Mbed TLS's rule, capped like MBEDTLS_MPI_WINDOW_SIZE."""
-    bits = e.bit_length()
-    w = min(cap, 6 if bits > 671 else 5 if bits > 239 else 4 if bits > 79 else 3 if bits > 23 else 1)
-    count = 2 + ((w - 1) + (2 ** (w - 1) - 1) if w > 1 else 0)
-    state = nbits = wbits = 0
-    for ch in bin(e)[2:] if e else "":
-        bit = int(ch)
-        if bit == 0 and state == 0:
-            continue
-        if bit == 0 and state == 1:
-            count += 1
-            continue
-        state, nbits = 2, nbits + 1
-        wbits |= bit << (w - nbits)
-        if nbits == w:
-            count += w + 1
-            state, nbits, wbits = 1, 0, 0
-    for _ in range(nbits):
-        count += 1
-        wbits <<= 1
-        count += bool(wbits & (1 << w))
-    return count + 1
+def window_size(ebits: int, cap: int = 5) -> int:
+    """Mbed TLS 3.6's exp_mod_get_window_size for MBEDTLS_MPI_WINDOW_SIZE = cap (bn.h's
+    BN_WINDOW_SIZE, 5)."""
+    rule = ((671, 6), (239, 5), (79, 4)) if cap >= 6 else ((239, 5), (79, 4)) if cap == 5 else ((79, cap),)
+    return next((w for limit, w in rule if ebits > limit), 1) if cap > 1 else 1
+
+
+def exp_montmuls(ebits: int) -> int:
+    """Montgomery multiplications of one mbedtls_mpi_core_exp_mod (as bn_exp_mod) with
+    an exponent of ebits bits, leading zeros included: W[0] = R mod N and W[1] = A R,
+    W[2..2^w) one each, a squaring per bit, a multiplication per window (the last one
+    possibly short), and the reduction out of the Montgomery domain. Nothing of it
+    depends on the exponent's value."""
+    w = window_size(ebits)
+    return 2 ** w + ebits + -(-ebits // w) + 1
 
 
 def private_montmuls(key: Key) -> int:
-    """rsa_private: per prime one montmul of m mod p plus an exponentiation; two for h."""
-    return sum(1 + exp_montmuls(key.d % (x - 1)) for x in (key.p, key.q)) + 2
+    """rsa_private: per prime one montmul of m mod p plus an exponentiation over the
+    prime's length; two for h."""
+    return 2 * (1 + exp_montmuls(key.nbits // 2)) + 2
 
 
 def check_private(run: Run, key: Key, m: int) -> None:
@@ -339,18 +332,18 @@ def test_exponentiation_and_reductions(probe, args, e):
     assert probe(RR, nl, n=n) == R * R % n
 
 
-@pytest.mark.parametrize("bits", [1, 8, 23, 24, 79, 80, 239, 240, 512])
-def test_exponentiation_follows_mbedtls_window_rule(probe, bits):
-    """bn_exp_mod's Montgomery multiplications for exponents either side of Mbed TLS's
-    window thresholds (23, 79, 239 bits: windows 1, 3, 4, 5); window 6 (over 671 bits)
-    is checked on every RSA run (check_private)."""
-    nl = 16
-    n = (1 << (32 * nl - 1)) | random.Random(bits).getrandbits(32 * nl - 1) | 1
-    e = (1 << (bits - 1)) | random.Random(-bits).getrandbits(bits - 1) if bits > 1 else 1
-    before = struct.unpack("<I", probe.m.read_symbol("bn_montmul_count"))[0]
-    assert probe(EXP_MOD, nl, 12345, 0, n, e) == pow(12345, e, n)
-    after = struct.unpack("<I", probe.m.read_symbol("bn_montmul_count"))[0]
-    assert after - before == exp_montmuls(e)
+@pytest.mark.parametrize("nl", [1, 2, 3, 7, 8, 16])
+def test_exponentiation_follows_mbedtls_fixed_window_rule(probe, nl):
+    """bn_exp_mod's Montgomery multiplications for exponent lengths either side of Mbed
+    TLS 3.6's window thresholds (79 and 239 bits: windows 1, 4, 5; 32 nl bits here),
+    the same for an exponent of zero, one, one bit at the top and all ones (RSA sizes
+    are checked on every RSA run by check_private)."""
+    n = (1 << (32 * nl - 1)) | random.Random(nl).getrandbits(32 * nl - 1) | 1
+    for e in (0, 1, 1 << (32 * nl - 1), (1 << (32 * nl)) - 1, random.Random(-nl).getrandbits(32 * nl)):
+        before = struct.unpack("<I", probe.m.read_symbol("bn_montmul_count"))[0]
+        assert probe(EXP_MOD, nl, 12345, 0, n, e) == pow(12345, e, n)
+        after = struct.unpack("<I", probe.m.read_symbol("bn_montmul_count"))[0]
+        assert after - before == exp_montmuls(32 * nl)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -380,7 +373,7 @@ def test_small_keys_through_the_whole_crt_path(probe, nbits, seed, data):
 
 @pytest.mark.parametrize("muls_cycles,per_block", [(1, 8 * 32 + 5), (32, 8 * (32 + 4 * 31) + 5)])
 def test_inner_step_costs_what_mbedtls_thumb_code_costs(config, soft_elf, make_machine, muls_cycles, per_block):
-    """bn_mul_hlp_thumb: Mbed TLS's Thumb-1 MULADDC_CORE is 29 instructions, 32 cycles
+    """bn_muladdc_thumb: Mbed TLS's Thumb-1 MULADDC_CORE is 29 instructions, 32 cycles
     with the 1-cycle multiplier (4 MULS; LDMIA, LDR, STMIA take 2), 156 with the
     32-cycle one; a block of 8 steps adds a compare and two branches (5 cycles)."""
     cfg = dataclasses.replace(config, core=dataclasses.replace(config.core, muls_cycles=muls_cycles))
@@ -392,7 +385,7 @@ def test_inner_step_costs_what_mbedtls_thumb_code_costs(config, soft_elf, make_m
     for n in (56, 64):
         m.write_memory(d, bytes(264))
         m.reset()
-        costs.append(m.call("bn_mul_hlp_thumb", n, s, d, 0x9E3779B9))
+        costs.append(m.call("bn_muladdc_thumb", n, s, d, 0x9E3779B9))
     assert costs[1] - costs[0] == per_block
 
 
