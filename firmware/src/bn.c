@@ -20,8 +20,8 @@
  *
  * Nothing here branches on, or indexes memory with, a value computed from a number:
  * loop counts and addresses depend on the lengths only (`pkasim ct-check`,
- * docs/ct-check.md). Carries and comparisons are computed with 64-bit arithmetic
- * (ADDS/ADCS, SUBS/SBCS on ARMv6-M) and turned into all-ones/all-zeros masks.
+ * docs/ct-check.md). Carries and borrows go through the flags (add_step, sub_step)
+ * and comparisons become all-ones/all-zeros masks.
  */
 #include "bn.h"
 
@@ -173,13 +173,53 @@ __asm__(
     "\t.text\n");
 #endif
 
+/* ---- carries and borrows without branches ---------------------------------------- */
+
+/*
+ * One limb of an addition or subtraction with its carry or borrow (0 or 1) in and
+ * out. In C, clang for ARMv6-M turns some of these back into compare-and-branch once
+ * it has inlined and unrolled a loop (`pkasim ct-check` found one in bn_mod_wide);
+ * on ARMv6-M they are therefore written with the flags: ADCS and SBCS, whatever
+ * the values, as Mbed TLS's own assembly does.
+ */
+static inline bn_uint add_step(bn_uint *r, bn_uint a, bn_uint b, bn_uint c)
+{
+#if defined(__thumb__) && !defined(__thumb2__)
+    __asm__("lsrs   %[c], %[c], #1\n\t"     /* C = carry in */
+            "adcs   %[a], %[b]\n\t"
+            "movs   %[c], #0\n\t"           /* (MOVS #imm leaves C alone) */
+            "adcs   %[c], %[c]"             /* carry out */
+            : [a] "+l"(a), [c] "+l"(c) : [b] "l"(b) : "cc");
+    *r = a;
+    return c;
+#else
+    uint64_t s = (uint64_t)a + b + c;
+    *r = (bn_uint)s;
+    return (bn_uint)(s >> 32);
+#endif
+}
+
+static inline bn_uint sub_step(bn_uint *r, bn_uint a, bn_uint b, bn_uint c)
+{
+#if defined(__thumb__) && !defined(__thumb2__)
+    __asm__("negs   %[c], %[c]\n\t"         /* C = not borrow in */
+            "sbcs   %[a], %[b]\n\t"
+            "sbcs   %[c], %[c]\n\t"         /* 0 or -1 */
+            "negs   %[c], %[c]"             /* borrow out */
+            : [a] "+l"(a), [c] "+l"(c) : [b] "l"(b) : "cc");
+    *r = a;
+    return c;
+#else
+    uint64_t d = (uint64_t)a - b - c;
+    *r = (bn_uint)d;
+    return (bn_uint)(d >> 32) & 1u;
+#endif
+}
+
 bn_uint bn_carry(bn_uint *d, size_t n, bn_uint c)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint64_t x = (uint64_t)d[i] + c;
-        d[i] = (bn_uint)x;
-        c = (bn_uint)(x >> 32);
-    }
+    for (size_t i = 0; i < n; i++)
+        c = add_step(&d[i], d[i], 0, c);
     return c;
 }
 
@@ -213,11 +253,8 @@ bn_uint bn_add(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n)
 {
     bn_uint c = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        uint64_t s = (uint64_t)a[i] + b[i] + c;
-        r[i] = (bn_uint)s;
-        c = (bn_uint)(s >> 32);
-    }
+    for (size_t i = 0; i < n; i++)
+        c = add_step(&r[i], a[i], b[i], c);
     return c;
 }
 
@@ -225,11 +262,8 @@ bn_uint bn_sub(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n)
 {
     bn_uint c = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        uint64_t d = (uint64_t)a[i] - b[i] - c;
-        r[i] = (bn_uint)d;
-        c = (bn_uint)(d >> 32) & 1u;
-    }
+    for (size_t i = 0; i < n; i++)
+        c = sub_step(&r[i], a[i], b[i], c);
     return c;
 }
 
@@ -238,11 +272,8 @@ bn_uint bn_add_masked(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n, 
     bn_uint c = 0;
 
     mask = bn_ct_opaque(mask);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t s = (uint64_t)a[i] + (b[i] & mask) + c;
-        r[i] = (bn_uint)s;
-        c = (bn_uint)(s >> 32);
-    }
+    for (size_t i = 0; i < n; i++)
+        c = add_step(&r[i], a[i], b[i] & mask, c);
     return c;
 }
 
@@ -251,11 +282,8 @@ bn_uint bn_sub_masked(bn_uint *r, const bn_uint *a, const bn_uint *b, size_t n, 
     bn_uint c = 0;
 
     mask = bn_ct_opaque(mask);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t d = (uint64_t)a[i] - (b[i] & mask) - c;
-        r[i] = (bn_uint)d;
-        c = (bn_uint)(d >> 32) & 1u;
-    }
+    for (size_t i = 0; i < n; i++)
+        c = sub_step(&r[i], a[i], b[i] & mask, c);
     return c;
 }
 
@@ -265,8 +293,8 @@ bn_uint bn_csub(bn_uint *x, bn_uint top, const bn_uint *n, size_t nl)
 
     /* The borrow of x - n over all nl limbs, nothing stored (mbedtls_mpi_core_lt_ct). */
     for (size_t i = 0; i < nl; i++) {
-        uint64_t d = (uint64_t)x[i] - n[i] - borrow;
-        borrow = (bn_uint)(d >> 32) & 1u;
+        bn_uint unused;
+        borrow = sub_step(&unused, x[i], n[i], borrow);
     }
     /* x + top R >= n exactly when top - borrow does not wrap (top is small). */
     bn_uint mask = ((bn_ct_opaque(top) - bn_ct_opaque(borrow)) >> 31) - 1u;
