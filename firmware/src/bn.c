@@ -176,8 +176,8 @@ __asm__(
 /* ---- carries and borrows without branches ---------------------------------------- */
 
 /*
- * One limb of an addition or subtraction with its carry or borrow (0 or 1) in and
- * out. In C, clang for ARMv6-M turns some of these back into compare-and-branch once
+ * One limb of an addition or subtraction with its carry or borrow (0 or 1, nothing
+ * else) in and out. In C, clang for ARMv6-M turns some of these back into compare-and-branch once
  * it has inlined and unrolled a loop (`pkasim ct-check` found one in bn_mod_wide);
  * on ARMv6-M they are therefore written with the flags: ADCS and SBCS, whatever
  * the values, as Mbed TLS's own assembly does.
@@ -218,7 +218,10 @@ static inline bn_uint sub_step(bn_uint *r, bn_uint a, bn_uint b, bn_uint c)
 
 bn_uint bn_carry(bn_uint *d, size_t n, bn_uint c)
 {
-    for (size_t i = 0; i < n; i++)
+    if (n == 0)
+        return c;
+    c = add_step(&d[0], d[0], c, 0);        /* (c may be any limb, the carry is 0 or 1) */
+    for (size_t i = 1; i < n; i++)
         c = add_step(&d[i], d[i], 0, c);
     return c;
 }
