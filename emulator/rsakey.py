@@ -12,6 +12,7 @@ the value big-endian in its first nbits/16 bytes; 1288 bytes in all.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,3 +101,29 @@ class RsaKey:
 def demo_key(nbits: int) -> RsaKey:
     """The fixed demo keys shipped in firmware/keys (so benchmark runs are repeatable)."""
     return RsaKey.load_pem(KEYS_DIR / f"demo-{nbits}.pem")
+
+
+_SMALL_PRIMES = [p for p in range(3, 2000) if all(p % q for q in range(2, int(p ** 0.5) + 1))]
+
+
+def probably_prime(n: int, rng: random.Random) -> bool:
+    """Miller-Rabin with 40 rounds after trial division: for keys made from a seeded
+    generator (repeatable, unlike cryptography's), e.g. sizes below its 1024-bit minimum."""
+    if n < 4:
+        return n in (2, 3)
+    if any(n % p == 0 for p in _SMALL_PRIMES):
+        return n in _SMALL_PRIMES
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
+    for _ in range(40):
+        x = pow(rng.randrange(2, n - 1), d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True

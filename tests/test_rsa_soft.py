@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from emulator.machine import Machine, StopReason
 from emulator.rsakey import RsaKey as Key
+from emulator.rsakey import probably_prime
 
 FULL = os.environ.get("PKASIM_FULL") == "1"
 KEYS_2048 = 20
@@ -70,27 +71,6 @@ def message(kind: str, key: Key, rng: random.Random) -> int:
     }[kind]()
 
 
-def _probable_prime(n: int, rng: random.Random) -> bool:
-    if n < 4:
-        return n in (2, 3)
-    if n % 2 == 0:
-        return False
-    d, s = n - 1, 0
-    while d % 2 == 0:
-        d, s = d // 2, s + 1
-    for _ in range(24):
-        x = pow(rng.randrange(2, n - 1), d, n)
-        if x in (1, n - 1):
-            continue
-        for _ in range(s - 1):
-            x = x * x % n
-            if x == n - 1:
-                break
-        else:
-            return False
-    return True
-
-
 def small_key(nbits: int, rng: random.Random) -> Key:
     """A key of nbits (below cryptography's 1024-bit minimum) whose primes have exactly
     nbits/2 bits with the top two set, as OpenSSL makes them; p < q or p > q at random."""
@@ -99,7 +79,7 @@ def small_key(nbits: int, rng: random.Random) -> Key:
     def prime() -> int:
         while True:
             c = rng.getrandbits(half) | (3 << (half - 2)) | 1
-            if (c - 1) % 65537 and _probable_prime(c, rng):
+            if (c - 1) % 65537 and probably_prime(c, rng):
                 return c
 
     p = prime()

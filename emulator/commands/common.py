@@ -132,6 +132,21 @@ class _ThroughConsole:
             self.pending = ""
 
 
+def load_inputs(machine: Machine, args: argparse.Namespace) -> None:
+    """Fill the objects that --load names (each bounded by its symbol's size, or by
+    its region's end for a symbol without one), and check the --dump symbols before the
+    run rather than after it."""
+    config = machine.config
+    for symbol, path in args.load:
+        addr, room, region = machine.image.extent(symbol, config)
+        sized = machine.image.symbol(symbol).size
+        what = (f"the size of '{symbol}'" if sized else
+                f"the room from '{symbol}' (0x{addr:08x}, a symbol without a size) to the end of {region.name}")
+        machine.write_symbol(symbol, read_file(path, room, what))
+    for symbol, _ in getattr(args, "dump", ()):
+        machine.image.extent(symbol, config)
+
+
 def run_firmware(args: argparse.Namespace, console: Console,
                  attach: Callable[[Machine], None] | None = None) -> tuple[Machine, RunResult]:
     """Build the chip, load the image and the --load inputs, let ``attach`` add its
@@ -148,14 +163,7 @@ def run_firmware(args: argparse.Namespace, console: Console,
                           stderr=Guarded(sys.stderr.buffer, "stderr"), stdin=stdin)
     machine.load(args.firmware)
     setup_semihosting(machine, args)
-    for symbol, path in args.load:
-        addr, room, region = machine.image.extent(symbol, config)
-        sized = machine.image.symbol(symbol).size
-        what = (f"the size of '{symbol}'" if sized else
-                f"the room from '{symbol}' (0x{addr:08x}, a symbol without a size) to the end of {region.name}")
-        machine.write_symbol(symbol, read_file(path, room, what))
-    for symbol, _ in args.dump:
-        machine.image.extent(symbol, config)  # fail before the run, not after it
+    load_inputs(machine, args)
     if attach is not None:
         attach(machine)
     budget = args.max_cycles

@@ -18,7 +18,7 @@ from rich.console import Console
 from ..config import DEFAULT_CONFIG, load_config
 from ..errors import EXIT_USAGE, InputMissingError
 from ..machine import Machine
-from .common import Guarded, parse_int, read_file, setup_semihosting, symbol_file
+from .common import Guarded, load_inputs, parse_int, read_file, setup_semihosting, symbol_file
 
 MAX_SCRIPT_BYTES = 1 << 20  # a command file larger than this is refused
 
@@ -43,12 +43,7 @@ def build_machine(args: argparse.Namespace, stdout, stderr) -> Machine:
     machine.load(args.firmware)
     args.guest_args = []
     setup_semihosting(machine, args)
-    for symbol, path in args.load:
-        addr, room, region = machine.image.extent(symbol, config)
-        sized = machine.image.symbol(symbol).size
-        what = (f"the size of '{symbol}'" if sized else
-                f"the room from '{symbol}' (0x{addr:08x}, a symbol without a size) to the end of {region.name}")
-        machine.write_symbol(symbol, read_file(path, room, what))
+    load_inputs(machine, args)
     return machine
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from ..config import load_config
 from ..errors import EXIT_OS, PkasimError, UsageError
 from ..machine import Machine
-from .common import Guarded, add_run_options, parse_int, read_file, setup_semihosting
+from .common import Guarded, add_run_options, load_inputs, parse_int, setup_semihosting
 
 DEFAULT_PORT = 3333
 DEFAULT_INTERVAL = 1_000_000  # cycles between time-travel snapshots
@@ -47,11 +47,7 @@ def build_machine(args: argparse.Namespace) -> Machine:
                       stderr=Guarded(sys.stderr.buffer, "stderr"), stdin=getattr(sys.stdin, "buffer", None))
     machine.load(args.firmware)
     setup_semihosting(machine, args)
-    for symbol, path in args.load:
-        addr, room, _region = machine.image.extent(symbol, config)
-        machine.write_symbol(symbol, read_file(path, room, f"the size of '{symbol}'"))
-    for symbol, _ in args.dump:
-        machine.image.extent(symbol, config)
+    load_inputs(machine, args)
     return machine
 
 

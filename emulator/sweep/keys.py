@@ -19,35 +19,13 @@ import hashlib
 import random
 from typing import Any
 
-from ..rsakey import RsaKey
+from ..rsakey import RsaKey, probably_prime
 
 E = 65537
-_SMALL_PRIMES = [p for p in range(3, 2000) if all(p % q for q in range(2, int(p ** 0.5) + 1))]
-
-
-def _probably_prime(n: int, rng: random.Random) -> bool:
-    if any(n % p == 0 for p in _SMALL_PRIMES):
-        return n in _SMALL_PRIMES
-    d, s = n - 1, 0
-    while d % 2 == 0:
-        d, s = d // 2, s + 1
-    for _ in range(40):
-        x = pow(rng.randrange(2, n - 1), d, n)
-        if x in (1, n - 1):
-            continue
-        for _ in range(s - 1):
-            x = x * x % n
-            if x == n - 1:
-                break
-        else:
-            return False
-    return True
-
-
 def _prime(bits: int, rng: random.Random) -> int:
     while True:
         candidate = rng.getrandbits(bits) | (3 << (bits - 2)) | 1
-        if (candidate - 1) % E and _probably_prime(candidate, rng):
+        if (candidate - 1) % E and probably_prime(candidate, rng):
             return candidate
 
 
