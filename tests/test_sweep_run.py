@@ -224,6 +224,13 @@ def test_an_interrupted_sweep_keeps_what_finished(tmp_path, build_dir):
     assert rest.cached == 2 and rest.computed == 6
 
 
+def _sigint_default() -> None:
+    """A test run started in the background of a non-interactive shell inherits SIGINT
+    ignored (and Python then never raises KeyboardInterrupt): the command under test
+    gets the terminal's default, as a user's does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_ends_the_command_with_130_and_the_finished_rows(tmp_path, build_dir):
     """A real SIGINT to `pkasim sweep` (the terminal's Ctrl-C reaches the whole group).
     The grid is far longer than the time to the first finished row (400 points; an
@@ -234,7 +241,8 @@ def test_ctrl_c_ends_the_command_with_130_and_the_finished_rows(tmp_path, build_
                     "axes: {firmware: [xrsa_opt.elf], key_bits: [2048], messages: 200, chip: {pka.digit_bits: [32, 64]}}\n")
     proc = subprocess.Popen([sys.executable, "-m", "emulator.cli", "sweep", str(path), "--jobs", "2",
                              "--cache", str(cache), "--out", str(tmp_path / "out"), "--no-plots"],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_sigint_default)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
