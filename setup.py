@@ -19,7 +19,7 @@ setup(
             "emulator._cyclehook",
             sources=["emulator/cyclehook.c", "emulator/codecache.c", "emulator/thumb.c", "emulator/excmodel.c",
                      "emulator/idle.c", "peripherals/pka_fast.c", "peripherals/systick_fast.c", "emulator/observe.c",
-                     "emulator/cthash.c"],
+                     "emulator/cthash.c", "emulator/tlb.c"],
             include_dirs=["emulator"],
             depends=["emulator/pkstate.h", "emulator/codecache.h", "emulator/thumb.h", "emulator/observe.h"],
             extra_compile_args=["-O3", "-std=c99"],

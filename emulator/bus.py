@@ -104,6 +104,21 @@ class Bus:
         if err:
             raise UcError(err)
 
+    def outside_ram(self) -> list[tuple[int, int]]:
+        """The address ranges [lo, hi] (inclusive) outside every writable memory
+        region: where a guest access can be invalid (unmapped, read-only,
+        execute-never)."""
+        ram = sorted((r.base, r.end) for r in self.config.memory.values()
+                     if region_protection(r) & UC_PROT_WRITE)
+        out, at = [], 0
+        for base, end in ram:
+            if base > at:
+                out.append((at, base - 1))
+            at = max(at, end)
+        if at <= 0xFFFFFFFF:
+            out.append((at, 0xFFFFFFFF))
+        return out
+
     # ------------------------------------------------------------------ guest accesses
     @staticmethod
     def _find_dev(devs: list[Peripheral], addr: int) -> Peripheral | None:

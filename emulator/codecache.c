@@ -1,8 +1,8 @@
 /*
  * pkasim code cache (see codecache.h).
  *
- * Blocks live in an open-addressing hash table keyed by start address (linear
- * probing, at most half full), so a lookup is one multiply and usually one compare,
+ * Blocks live in an open-addressing table indexed by start address (linear
+ * probing, at most half full), so a lookup is usually one compare,
  * and memory follows the code executed. Each executable region has a bitmap with one
  * bit per halfword, in 4 KiB pages allocated when code from that page is first
  * decoded: a write that touches a set bit means cached code changed, and the whole
@@ -27,7 +27,12 @@ typedef struct {
     uint32_t marked;          /* some bit is set */
     uint32_t need_lo, need_hi; /* span of the code and literals decoded here (for the write watch) */
     uint32_t watch_lo, watch_hi;
+    uint8_t *fetched;          /* one bit per TLB_GRAIN bytes: the engine has fetched code there */
 } region_t;
+
+/* The engine's TLB pages are 1 KiB on an ARMv6-M core (Unicorn's ARM target without
+ * ARMv7 features); the fetched bits are kept at that grain (pk_code_page_holds_code). */
+#define TLB_GRAIN_SHIFT 10u
 
 /* Access lists of cached blocks, direct-mapped by start address: where a peripheral
  * access falls in its block (cyclehook.c pk_access_offset) without decoding the block
@@ -78,6 +83,7 @@ void pk_code_free(pk_code *c) {
         if (g->pages)
             for (uint32_t p = 0; p < g->npages; p++) free(g->pages[p]);
         free(g->pages);
+        free(g->fetched);
     }
     free(c->table);
     free(c->checks);
@@ -95,6 +101,11 @@ int pk_code_add_region(pk_code *c, uint32_t base, uint32_t size, uint32_t writab
     g->npages = (uint32_t)(((uint64_t)size + PAGE_BYTES - 1) >> PAGE_SHIFT);
     g->need_lo = g->watch_lo = PK_NONE;
     g->need_hi = g->watch_hi = 0;
+    g->fetched = calloc(((size_t)(((uint64_t)size + (1u << TLB_GRAIN_SHIFT) - 1) >> TLB_GRAIN_SHIFT) + 7) / 8, 1);
+    if (!g->fetched) {
+        c->nregions--;
+        return -1;
+    }
     return 0;
 }
 
@@ -176,9 +187,11 @@ int pk_code_written(pk_code *c, uint32_t addr, uint32_t len) {
 
 /* ---------------------------------------------------------------- the block table */
 
+/* Slot by the start address's halfword index: blocks of the same code sit side by
+ * side in the table, so a hot loop's blocks share cache lines (a multiplicative hash
+ * scattered them, and the lookup was mostly a cache miss). */
 static uint32_t slot_of(const pk_code *c, uint32_t start) {
-    uint32_t h = (start >> 1) * 2654435761u;
-    uint32_t mask = c->cap - 1, i = (h ^ (h >> 15)) & mask;
+    uint32_t mask = c->cap - 1, i = (start >> 1) & mask;
     while (c->table[i].start != PK_NONE && c->table[i].start != start) i = (i + 1) & mask;
     return i;
 }
@@ -506,3 +519,20 @@ uint64_t pk_code_bytes(const pk_code *c) {
 }
 
 uint32_t pk_code_blocks(const pk_code *c) { return c->used; }
+
+/* ---------------------------------------------------------------- pages holding code */
+
+int pk_code_page_holds_code(pk_code *c, uint32_t addr, uint32_t size, int fetch) {
+    int r = region_of(c, addr), held = 0;
+    if (r < 0) return 0;
+    region_t *g = &c->regions[r];
+    uint64_t end = (uint64_t)addr + (size ? size : 1), region_end = (uint64_t)g->base + g->size;
+    if (end > region_end) end = region_end;
+    for (uint64_t a = addr; a < end; a += 1u << TLB_GRAIN_SHIFT) {
+        uint32_t bit = (uint32_t)(a - g->base) >> TLB_GRAIN_SHIFT;
+        uint8_t m = (uint8_t)(1u << (bit & 7));
+        if (fetch) g->fetched[bit >> 3] |= m;
+        else if (g->fetched[bit >> 3] & m) held = 1;
+    }
+    return fetch || held;
+}

@@ -95,6 +95,12 @@ void pk_code_watch_need(const pk_code *c, uint32_t region, uint32_t *lo, uint32_
 void pk_code_watch_set(pk_code *c, uint32_t region, uint32_t lo, uint32_t hi);
 void pk_code_watch_span(const pk_code *c, uint32_t region, uint32_t *lo, uint32_t *hi);
 
+/* The engine's TLB (tlb.c): with fetch set, note that code is fetched from the page
+ * [addr, addr + size); without, whether code was ever fetched from any of it (never
+ * forgotten: a page once holding code keeps its stores on the engine's checked path).
+ * Addresses outside every executable region hold no code. */
+int pk_code_page_holds_code(pk_code *c, uint32_t addr, uint32_t size, int fetch);
+
 /* Bytes the cache holds now (tables, checks, bitmaps), for reports and benchmarks. */
 uint64_t pk_code_bytes(const pk_code *c);
 uint32_t pk_code_blocks(const pk_code *c);

@@ -91,6 +91,9 @@ class CodeCache:
         self._watch_hooks[index] = self._core.add_native_hook(UC_HOOK_MEM_WRITE, self._lib.pk_code_write_hook,
                                                               lo_v, hi_v - 1)
         self._lib.pk_code_watch_set(self.handle, index, lo_v, hi_v)
+        # Stores may have cleared a TLB entry of this span for the engine's fast path
+        # before code ran here (tlb.c): fill every page again.
+        self._core.flush_tlb()
         if not self._flushed:
             # Blocks translated before any write hook existed store without calling
             # hooks (Unicorn decides at translation): translate them again.

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import ctypes
 
-from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError
+from unicorn import (
+    UC_ARCH_ARM,
+    UC_CTL_IO_WRITE,
+    UC_CTL_TLB_FLUSH,
+    UC_HOOK_TLB_FILL,
+    UC_MODE_MCLASS,
+    UC_MODE_THUMB,
+    UC_TLB_VIRTUAL,
+    Uc,
+    UcError,
+)
 from unicorn import arm_const as A
 from unicorn.unicorn_py3 import unicorn as _ucmod
 
@@ -127,6 +137,23 @@ class Core:
             raise UcError(err)
         self._native_hooks.append(handle)
         return handle
+
+    def use_own_tlb(self) -> None:
+        """Fill the engine's TLB natively (tlb.c): data pages without execute
+        permission, so that stores to RAM take the engine's fast path (the engine
+        sends every store to an executable page through its slow helper). Needs the
+        code cache (``self.code``), which records the pages code is fetched from."""
+        self.uc.ctl_set_tlb_mode(UC_TLB_VIRTUAL)
+        self.state.tlb_page = self.uc.ctl_get_page_size()
+        self.add_native_hook(UC_HOOK_TLB_FILL, self.lib.pk_tlb_fill, 1, 0)
+        self.flush_tlb()
+
+    def flush_tlb(self) -> None:
+        """Forget every TLB entry: pages are filled again (with the permissions
+        tlb.c gives them now) on their next access."""
+        err = _ucmod.uclib.uc_ctl(self.uch, ctypes.c_int((UC_CTL_IO_WRITE << 30) | UC_CTL_TLB_FLUSH))
+        if err:
+            raise UcError(err)
 
     def flush_translations(self) -> None:
         """Forget every translated block and every cached block cost (a new image)."""

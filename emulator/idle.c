@@ -20,8 +20,6 @@
  * any of its blocks. With no event ahead at all the firmware is stuck: the run stops
  * (STOP_STUCK) instead of burning the cycle budget.
  */
-#include <string.h>
-
 #include "pkstate.h"
 
 /* A loop of several blocks: at most this many bytes of code and blocks an iteration. */
@@ -31,23 +29,35 @@
  * progress (a counter) and left alone until it is left. */
 #define MULTI_TRIES 8u
 
-static int verdict(pk_state *s, uint32_t key, uint32_t end) {
+/* Iterations in a row whose registers differed before a loop is taken for one that
+ * makes progress (a counter, a pointer walking a buffer) and no longer compared until
+ * it is left. Only speed depends on it: a loop compared longer would be fast-forwarded
+ * to the same counts. */
+#define MISS_LIMIT 8u
+
+static int verdict(pk_state *s, uint32_t key, uint32_t end, uint32_t *regs) {
     uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
-    return s->verdict_addr[i] == key && s->verdict_end[i] == end ? s->verdict[i] : 0;
+    if (s->verdict_addr[i] != key || s->verdict_end[i] != end) return 0;
+    *regs = s->verdict_regs[i];
+    return s->verdict[i];
 }
 
 /* One more iteration of the loop at start ended (cost cycles, insns instructions,
- * blocks blocks). Returns 1 when the engine was stopped. */
+ * blocks blocks). Returns 1 when the engine was stopped.
+ *
+ * Only the registers the loop can change (its verdict's mask, from Python: every
+ * register its code names, and the flags) are read and compared; the others cannot
+ * change while it runs. */
 static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uint64_t insns, uint64_t blocks,
                      int multi) {
-    uint32_t regs[16];
     if (s->loop_have == 2) return 0; /* decided: this loop is not skipped */
     if (++s->loop_count < 2) return 0;
     if (multi && s->loop_count > MULTI_TRIES) {
         s->loop_have = 2;
         return 0;
     }
-    int v = verdict(s, key, end);
+    uint32_t mask = 0xFFFF;
+    int v = verdict(s, key, end, &mask);
     if (v == 0) {
         s->loop_key = key;
         s->stop_reason = STOP_LOOPCHK;
@@ -58,9 +68,19 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         s->loop_have = 2;
         return 0;
     }
-    for (int r = 0; r < 15; r++) s->reg_read(s->uc, s->regids[r], &regs[r]);
-    s->reg_read(s->uc, s->apsr_regid, &regs[15]);
-    if (s->loop_have && s->py_reads == s->loop_py_reads && memcmp(regs, s->loop_regs, sizeof regs) == 0) {
+    if (!s->loop_have) s->loop_mask = mask;
+    int same = s->loop_have && s->py_reads == s->loop_py_reads;
+    for (int r = 0; r < 16; r++) {
+        if (!(s->loop_mask & (1u << r))) continue;
+        uint32_t v32 = 0;
+        s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
+        if (v32 != s->loop_regs[r]) {
+            same = 0;
+            s->loop_regs[r] = v32;
+        }
+    }
+    if (same) {
+        s->loop_misses = 0;
         uint64_t native = pk_native_next(s);
         if (native == PK_NO_EVENT && s->py_next == PK_NO_EVENT) {
             s->stop_reason = STOP_STUCK;
@@ -77,8 +97,10 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
                 s->blocks += k * blocks;
             }
         }
+    } else if (s->loop_have && ++s->loop_misses >= MISS_LIMIT) {
+        s->loop_have = 2;
+        return 0;
     }
-    memcpy(s->loop_regs, regs, sizeof regs);
     s->loop_have = 1;
     s->loop_py_reads = s->py_reads;
     return 0;
@@ -92,6 +114,7 @@ int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint3
         s->loop_end = 0;
         s->loop_count = 0;
         s->loop_have = 0;
+        s->loop_misses = 0;
         s->loop_since = s->cycles - cost;
     }
     return iteration(s, start, end, cost, insns, 1, 0);
@@ -114,6 +137,7 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
         s->loop_end = done_end;
         s->loop_count = 0;
         s->loop_have = 0;
+        s->loop_misses = 0;
         s->loop_since = s->cycles;
         s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
         return 0;

@@ -87,6 +87,7 @@ class Machine:
         s = core.state
         flash = cfg.flash
         core.code = CodeCache(cfg, core, region_protection)
+        core.use_own_tlb()
         s.fetch_ws = flash.wait_states
         s.flash_base = flash.base
         s.flash_end = flash.end

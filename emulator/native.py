@@ -154,6 +154,13 @@ class PkState(ctypes.Structure):
         ("loop_key", ctypes.c_uint32),
         ("systick", ctypes.c_void_p),  # pk_systick (peripherals/systick_fast.c)
         ("native_min", ctypes.c_uint64),
+        # the engine's TLB (tlb.c)
+        ("tlb_page", ctypes.c_uint32),
+        ("pad_tlb", ctypes.c_uint32),
+        # idle loops (idle.c): the registers each verdict's loop can change
+        ("verdict_regs", ctypes.c_uint16 * VERDICTS),
+        ("loop_mask", ctypes.c_uint32),
+        ("loop_misses", ctypes.c_uint32),
     ]
 
 

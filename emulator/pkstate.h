@@ -112,6 +112,13 @@ typedef struct {
     uint32_t loop_key;          /* verdict_addr of the loop being checked: start, or start | 1 */
     void *systick;              /* pk_systick (peripherals/systick_fast.c), or NULL */
     uint64_t native_min;        /* no native device event before this cycle (0: look again) */
+    /* ---- the engine's TLB (tlb.c) ---- */
+    uint32_t tlb_page;          /* bytes per engine TLB page */
+    uint32_t pad_tlb;
+    /* ---- idle loops (idle.c): the registers each verdict's loop can change ---- */
+    uint16_t verdict_regs[PK_VERDICTS]; /* bit n: Rn (13 SP, 14 LR), bit 15: APSR */
+    uint32_t loop_mask;         /* verdict_regs of the loop being compared */
+    uint32_t loop_misses;       /* its iterations in a row whose registers differed */
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX

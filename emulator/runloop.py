@@ -43,7 +43,7 @@ from .breakpoints import Breakpoints
 from .bus import Bus
 from .clock import Clock
 from .core import NO_DEADLINE, Core
-from .cycles import loop_can_idle
+from .cycles import loop_can_idle, loop_registers
 from .errors import PkasimError, UsageError
 from .exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from .observe import Kind
@@ -86,7 +86,11 @@ class RunLoop:
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
-        core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
+        # Bounded away from RAM: a memory hook over a page keeps the engine's stores
+        # there on its slow path (qemu/accel/tcg/cputlb.c notdirty_write), and RAM
+        # (read, write, execute) has no invalid access to report.
+        for lo, hi in bus.outside_ram():
+            core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid, begin=lo, end=hi)
 
     @property
     def sleep_cycles(self) -> int:
@@ -601,15 +605,19 @@ class RunLoop:
         s = self.core.state
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
             and not self.watch.watches_reads
+        regs = 0xFFFF
         if ok:
             try:
-                ok = loop_can_idle(self.bus.read_memory(start, end - start), start)
+                code = self.bus.read_memory(start, end - start)
+                ok = loop_can_idle(code, start)
+                regs = loop_registers(code, start) if ok else regs
             except UsageError:
                 ok = False
         i = (key >> 1) & (native.VERDICTS - 1)
         s.verdict_addr[i] = key
         s.verdict_end[i] = end
         s.verdict[i] = 1 if ok else 2
+        s.verdict_regs[i] = regs
         if len(self._loops) < native.VERDICTS:
             self._loops[(key, end)] = start
 
