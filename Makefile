@@ -7,10 +7,11 @@ VENV   := .venv
 PY     := $(abspath $(VENV))/bin/python
 STAMP  := $(VENV)/.installed
 NATIVE := $(VENV)/.native
+ENGINE := emulator/_engine/engine.json
 CONFIG ?= configs/ciu98320b.yaml
 FW_CC  ?=
 
-.PHONY: demo test fuzz firmware setup lint bench clean
+.PHONY: demo test fuzz firmware setup lint bench clean engine
 
 demo: setup firmware
 	@echo "== hello: a C firmware boots on the emulated SC000 and prints through semihosting"
@@ -31,7 +32,7 @@ test: setup firmware
 fuzz: setup firmware
 	$(PY) tests/fuzz/run.py $(FUZZ_ARGS)
 
-setup: $(STAMP) $(NATIVE)
+setup: $(STAMP) $(NATIVE) $(ENGINE)
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,14 @@ $(NATIVE): emulator/cyclehook.c emulator/codecache.c emulator/codecache.h emulat
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
 
+# pkasim's engine (docs/engine.md): Unicorn 2.1.4 from its sdist with engine/patches/,
+# ARM only. A build that cannot be done warns once and pkasim uses the stock wheel.
+$(ENGINE): engine/build.py $(wildcard engine/patches/*.patch) | $(STAMP)
+	$(PY) engine/build.py
+
+engine: | $(STAMP)
+	$(PY) engine/build.py --force
+
 firmware: setup
 	$(MAKE) -s -C firmware PYTHON=$(PY) CONFIG=$(abspath $(CONFIG)) $(if $(FW_CC),CC=$(FW_CC))
 
@@ -56,7 +65,7 @@ lint: setup
 
 clean:
 	$(MAKE) -s -C firmware clean
-	rm -rf build *.egg-info emulator/_cyclehook*.so .pytest_cache .ruff_cache
+	rm -rf build *.egg-info emulator/_cyclehook*.so emulator/_engine .pytest_cache .ruff_cache
 
 distclean: clean
 	rm -rf $(VENV)

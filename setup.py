@@ -45,6 +45,8 @@ setup(
             "hypothesis==6.170.15",
             "ruff==0.17.5",
             "ziglang==0.17.1",
+            "cmake==4.4.4",
+            "ninja==1.13.2",
         ],
     },
     entry_points={"console_scripts": ["pkasim=emulator.cli:main"]},

@@ -23,7 +23,7 @@ from unicorn import (
 from unicorn import arm_const as A
 from unicorn.unicorn_py3 import unicorn as _ucmod
 
-from . import native
+from . import engine, native
 from .codecache import CodeCache
 from .errors import UsageError
 
@@ -39,6 +39,7 @@ class Core:
     """One ARMv6-M core: the engine, the native cycle state, and register access."""
 
     def __init__(self) -> None:
+        engine.require()
         self.lib = native.load()
         self.state = native.PkState()
         self.state_ref = ctypes.byref(self.state)

@@ -1,0 +1,173 @@
+"""Build pkasim's engine: Unicorn 2.1.4 from the registry's source distribution, with
+the patch series in engine/patches/ applied, ARM only (docs/engine.md).
+
+    python engine/build.py            # what `make` runs (its `engine` target)
+    python engine/build.py --force    # build again even if the library is current
+
+The sdist comes through pip (``pip download --no-binary :all: unicorn==2.1.4``) and is
+checked against its SHA-256; cmake and ninja come from pip too (pkasim's dev extras),
+else from PATH. The result is ``emulator/_engine/libunicorn.so.2`` with a manifest
+``engine.json`` naming the Unicorn version and the patch set it was built from
+(emulator/engine.py loads it and refuses a library whose patch set is not the one in
+this checkout). Work files go to ``.venv/pkasim-engine/``.
+
+A build that cannot be done (no network for the sdist, no compiler, a patch that no
+longer applies) is not an error: this prints one warning line saying why and exits 0,
+and pkasim runs on the stock Unicorn wheel, with the same cycle counts, more slowly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PATCHES = ROOT / "engine" / "patches"
+OUT = ROOT / "emulator" / "_engine"
+LIBRARY = "libunicorn.so.2"
+VERSION = "2.1.4"
+SDIST = f"unicorn-{VERSION}.tar.gz"
+SDIST_SHA256 = "00567a70e323f749b419cd86bee4f9115beab7ebba32194581c090cbb7c59cff"
+
+
+class BuildFailed(Exception):
+    """Why the engine could not be built (one line)."""
+
+
+def patch_files() -> list[Path]:
+    return sorted(PATCHES.glob("*.patch"))
+
+
+def patchset_id(files: list[Path] | None = None) -> str:
+    """The identity of a patch series: the Unicorn version, then a hash of the patch
+    files' names and contents (emulator/engine.py computes the same)."""
+    h = hashlib.sha256()
+    for f in files if files is not None else patch_files():
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return f"{VERSION}+pkasim.{h.hexdigest()[:16]}"
+
+
+def run(cmd: list[str], log: Path, cwd: Path | None = None, what: str = "") -> None:
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        done = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        raise BuildFailed(f"{what or cmd[0]} failed (exit {done.returncode}: {tail[0][:160]}; log {log})")
+
+
+def tool(name: str) -> str:
+    """A build tool: the venv's (pip's cmake and ninja), else PATH's."""
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return str(here)
+    found = shutil.which(name)
+    if found is None:
+        raise BuildFailed(f"no {name} (pip install {name}, or install it on PATH)")
+    return found
+
+
+def fetch_sdist(work: Path, log: Path) -> Path:
+    sdist = work / SDIST
+    if not sdist.exists():
+        run([sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-binary", ":all:",
+             "--no-deps", f"unicorn=={VERSION}", "-d", str(work)], log, what="pip download of the unicorn sdist")
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    if digest != SDIST_SHA256:
+        sdist.unlink()
+        raise BuildFailed(f"{SDIST} has SHA-256 {digest[:16]}..., not the expected {SDIST_SHA256[:16]}...")
+    return sdist
+
+
+def apply_patches(src: Path, log: Path) -> None:
+    for f in patch_files():
+        if shutil.which("patch"):
+            cmd = ["patch", "-p1", "--forward", "--batch", "-i", str(f)]
+        else:
+            cmd = ["git", "apply", "-p1", str(f)]
+        run(cmd, log, cwd=src, what=f"applying {f.name}")
+
+
+def build(force: bool = False) -> Path:
+    files = patch_files()
+    ident = patchset_id(files)
+    manifest = OUT / "engine.json"
+    if not force and manifest.exists():
+        known = json.loads(manifest.read_text())
+        if known.get("patchset") == ident and known.get("failed"):
+            raise BuildFailed(f"{known['failed']} (as last time; 'make engine' tries again)")
+        if known.get("patchset") == ident and (OUT / LIBRARY).exists():
+            return OUT / LIBRARY
+    work = ROOT / ".venv" / "pkasim-engine"
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "build.log"
+    log.write_text("")
+    sdist = fetch_sdist(work, log)
+    tree = work / f"unicorn-{VERSION}"
+    shutil.rmtree(tree, ignore_errors=True)
+    with tarfile.open(sdist) as tar:
+        try:
+            tar.extractall(work, filter="data")
+        except TypeError:  # a Python without extraction filters: the archive is checked by hash
+            tar.extractall(work)
+    src = tree / "src"
+    apply_patches(src, log)
+    cmake, ninja = tool("cmake"), tool("ninja")
+    build_dir = src / "build"
+    flags = f'-DPKASIM_PATCHSET=\\"{ident}\\"'
+    run([cmake, "-S", str(src), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
+         "-DCMAKE_BUILD_TYPE=Release", "-DUNICORN_ARCH=arm", "-DUNICORN_BUILD_TESTS=OFF",
+         "-DUNICORN_INSTALL=OFF", "-DUNICORN_LEGACY_STATIC_ARCHIVE=OFF", f"-DCMAKE_C_FLAGS={flags}"],
+        log, what="cmake")
+    jobs = os.environ.get("PKASIM_ENGINE_JOBS", "2")
+    run([ninja, "-C", str(build_dir), "-j", jobs, "unicorn"], log, what="ninja (the Unicorn build)")
+    built = build_dir / LIBRARY
+    if not built.exists():
+        raise BuildFailed(f"the build made no {LIBRARY}")
+    OUT.mkdir(exist_ok=True)
+    tmp = OUT / (LIBRARY + ".tmp")
+    shutil.copy2(built, tmp)
+    tmp.replace(OUT / LIBRARY)
+    manifest.write_text(json.dumps({"unicorn": VERSION, "patchset": ident,
+                                    "patches": [f.name for f in files]}, indent=1) + "\n")
+    shutil.rmtree(tree, ignore_errors=True)  # the sdist stays as a cache
+    return OUT / LIBRARY
+
+
+def _remember_failure(reason: str) -> None:
+    """Note the failed build, so that `make` does not try again on every run (the
+    loader finds no library and uses the stock wheel); `make engine` retries."""
+    try:
+        OUT.mkdir(exist_ok=True)
+        (OUT / LIBRARY).unlink(missing_ok=True)
+        (OUT / "engine.json").write_text(json.dumps({"unicorn": VERSION, "patchset": patchset_id(),
+                                                     "failed": reason.split(" (as last time")[0]}, indent=1) + "\n")
+    except OSError:
+        pass
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="build even if the library matches the patches")
+    args = parser.parse_args()
+    try:
+        path = build(args.force)
+    except (BuildFailed, OSError, tarfile.TarError) as exc:
+        _remember_failure(str(exc))
+        print(f"warning: pkasim's engine was not built ({exc}); pkasim runs on the stock Unicorn wheel "
+              "(same cycle counts, slower; docs/engine.md)", file=sys.stderr)
+        return 0
+    print(f"engine: {path.relative_to(ROOT)} ({patchset_id()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
