@@ -22,7 +22,7 @@ setup(
     ext_modules=[
         Extension(
             "pkasim.native._cyclehook",
-            sources=["emulator/native/cyclehook.c", "emulator/native/codecache.c", "emulator/native/thumb.c",
+            sources=["emulator/native/state.c", "emulator/native/cyclehook.c", "emulator/native/codecache.c", "emulator/native/thumb.c",
                      "emulator/native/excmodel.c", "emulator/native/idle.c", "emulator/native/observe.c",
                      "emulator/native/cthash.c", "peripherals/pka_fast.c", "peripherals/systick_fast.c"],
             include_dirs=["emulator/native"],
