@@ -65,12 +65,9 @@ def _import_pkasim(root: str | None):
 
 def _engine_name() -> str:
     try:
-        from emulator import engine
+        from pkasim.native import engine
     except ImportError:
-        try:
-            from pkasim.native import engine
-        except ImportError:
-            return "stock"
+        return "stock"
     return engine.selected()
 
 
@@ -91,11 +88,11 @@ def child_pkasim(elf: str, symbol: str, count: int, root: str | None) -> dict:
 def child_unicorn(elf: str) -> dict:
     """Plain Unicorn (whichever library pkasim's engine selection loaded): memory
     mapped as the chip's, the image loaded, no hook but semihosting's exit."""
+    from emulator.loader import load_image
     from unicorn import UC_ARCH_ARM, UC_HOOK_INTR, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
     from unicorn import arm_const as A
 
     from emulator import load_config
-    from emulator.loader import load_image
 
     config = load_config()
     image = load_image(elf, config)
@@ -291,7 +288,7 @@ def main() -> int:
         print(f"  {name:10s} {k:16s} / {ref_name:10s} {statistics.median(vals):6.2f}x")
 
     if not args.no_rsa:
-        import emulator.bench as bench
+        from pkasim.rsa import bench
         jobs = [j.key for j in bench.JOBS] if not args.jobs else args.jobs.split(",")
         print("\nRSA bench jobs: wall seconds of each job's run (one round)")
         header = [r.name for r in runners] + (["baseline"] if baseline else [])

@@ -6,7 +6,7 @@ the patch series in engine/patches/ applied, ARM only (docs/engine.md).
 
 The sdist comes through pip (``pip download --no-binary :all: unicorn==2.1.4``) and is
 checked against its SHA-256; cmake and ninja come from pip too (pkasim's dev extras),
-else from PATH. The result is ``emulator/_engine/libunicorn.so.2`` with a manifest
+else from PATH. The result is ``emulator/native/_engine/libunicorn.so.2`` with a manifest
 ``engine.json`` naming the Unicorn version and the patch set it was built from
 (emulator/engine.py loads it and refuses a library whose patch set is not the one in
 this checkout). Work files go to ``.venv/pkasim-engine/``.
@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "engine" / "patches"
-OUT = ROOT / "emulator" / "_engine"
+OUT = ROOT / "emulator" / "native" / "_engine"
 LIBRARY = "libunicorn.so.2"
 VERSION = "2.1.4"
 SDIST = f"unicorn-{VERSION}.tar.gz"
@@ -101,10 +101,14 @@ def build(force: bool = False) -> Path:
     ident = patchset_id(files)
     manifest = OUT / "engine.json"
     if not force and manifest.exists():
-        known = json.loads(manifest.read_text())
+        try:
+            known = json.loads(manifest.read_text())
+        except ValueError:
+            known = {}
         if known.get("patchset") == ident and known.get("failed"):
             raise BuildFailed(f"{known['failed']} (as last time; 'make engine' tries again)")
         if known.get("patchset") == ident and (OUT / LIBRARY).exists():
+            os.utime(manifest)  # current: make need not ask again
             return OUT / LIBRARY
     work = ROOT / ".venv" / "pkasim-engine"
     work.mkdir(parents=True, exist_ok=True)
