@@ -150,6 +150,29 @@ class Core:
         self._native_hooks.append(handle)
         return handle
 
+    def count_blocks(self) -> None:
+        """Counted mode (pkasim's engine, docs/engine.md): the engine's generated code
+        commits each block's cycles and instructions and records the next block
+        (cyclehook.c pk_block_cost says what, at translation); the native hook
+        (pk_block_hook_counted) runs only where the cycle count reaches ``limit``
+        or the block asks for it."""
+        s = self.state
+        s.counted = 1
+        s.limit = 0
+        s.span_lo, s.span_hi = 0xFFFFFFFF, 0
+        acct = native.BlockAccount(
+            *(ctypes.addressof(s) + getattr(native.PkState, name).offset
+              for name in ("cycles", "insns", "limit", "cur_valid", "span_lo", "ring", "ring_pos")),
+            ctypes.cast(self.lib.pk_block_cost, ctypes.c_void_p).value,
+            ctypes.cast(self.lib.pk_block_hook_counted, ctypes.c_void_p).value,
+            ctypes.addressof(s))
+        fn = _ucmod.uclib.uc_block_account_set
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        err = fn(self.uch, ctypes.byref(acct))
+        if err:
+            raise UcError(err)
+
     def use_own_tlb(self) -> None:
         """Fill the engine's TLB natively (tlb.c): data pages without execute
         permission, so that stores to RAM take the engine's fast path (the engine

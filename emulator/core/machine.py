@@ -41,6 +41,7 @@ from pkasim.core.results import RunResult, StopReason
 from pkasim.core.runloop import CALL_RETURN, RunLoop
 from pkasim.core.watchpoints import Watchpoint
 from pkasim.host.semihosting import Semihosting
+from pkasim.native import engine
 from pkasim.peripherals.base import Peripheral
 from pkasim.peripherals.nvic import FIRST_IRQ, SYSTICK, exception_name
 
@@ -100,7 +101,11 @@ class Machine:
         for i, rid in enumerate(REG_IDS):
             s.regids[i] = rid
         s.apsr_regid = A.UC_ARM_REG_APSR
-        core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
+        if engine.patched():
+            core.count_blocks()  # the engine's generated code keeps the count (docs/engine.md)
+            s.align_enabled = 0  # the engine faults on unaligned accesses itself (ARMv6-M)
+        else:
+            core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
         if flash.wait_states:
             core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
 

@@ -42,12 +42,12 @@ from pkasim.base.errors import PkasimError, UsageError
 from pkasim.base.kinds import Kind
 from pkasim.core.breakpoints import Breakpoints
 from pkasim.core.bus import Bus
-from pkasim.core.cpu import NO_DEADLINE, Core
+from pkasim.core.cpu import NO_DEADLINE, REG_IDS, Core
 from pkasim.core.cycles import loop_can_idle, loop_registers
 from pkasim.core.exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from pkasim.core.results import RunResult, Stop, StopReason
 from pkasim.core.settle import Settler
-from pkasim.core.watchpoints import OFF, RECORD, STOP, WatchHit, Watchpoints
+from pkasim.core.watchpoints import OFF, RECORD, STOP, WatchHit, Watchpoints, data_access
 from pkasim.host.semihosting import Exit, Semihosting, call_name
 from pkasim.peripherals.nvic import SVCALL, Nvic
 
@@ -279,6 +279,13 @@ class RunLoop:
                 self.settle(pc)
                 raise Stop(StopReason.RETURNED, "call returned")
             self.settle(pc)
+            unaligned = self._unaligned_access(pc) if intno == 4 and self._mem_fault is None else None
+            if unaligned is not None:
+                # pkasim's engine faults on it itself (ARMv6-M, docs/engine.md): the same
+                # fault the native check reports on the stock engine (STOP_ALIGN)
+                self.exc.fault(f"unaligned access to 0x{unaligned:08x} (ARMv6-M requires natural alignment)",
+                               pc, address=unaligned)
+                return
             cause, address = self._mem_fault or (("instruction fetch fault" if intno == 3 else "data access fault"), None)
             if intno == 3 and self._mem_fault is None and self.bus.config.region_at(pc) is None:
                 cause, address = "instruction fetch from unmapped address", pc
@@ -286,6 +293,20 @@ class RunLoop:
             return
         self.settle(pc)
         self.exc.fault(f"unexpected CPU exception {intno}", pc)
+
+    def _unaligned_access(self, pc: int) -> int | None:
+        """The address of the word or halfword access the instruction at ``pc`` makes
+        unaligned, from the registers as they are before it; None if it makes none."""
+        hw = self._halfword(pc)
+        if hw is None:
+            return None
+        core = self.core
+        acc = data_access(hw, pc, lambda n: core.rd(A.UC_ARM_REG_SP if n == 13 else REG_IDS[n]))
+        if acc is None:
+            return None
+        address, size, _ = acc
+        natural = 2 if size == 2 else 4 if size >= 4 else 1
+        return address if address % natural else None
 
     def _semihost(self, pc: int) -> None:
         core = self.core
@@ -314,6 +335,7 @@ class RunLoop:
         while True:
             if not core.rd(A.UC_ARM_REG_XPSR) & (1 << 24):
                 raise UcError(UC_ERR_INSN_INVALID)
+            s.limit = 0  # counted mode: the first block start looks at everything
             core.uc.emu_start(begin | 1, until, count=count)
             if s.stop_reason != native.STOP_WATCH:
                 return
@@ -583,6 +605,7 @@ class RunLoop:
         """The NVIC's state changed: if an exception is now takeable, take it at the
         next block boundary (natively; while stepping, by stopping there)."""
         s = self.core.state
+        s.limit = 0  # counted mode: the native hook looks at the next block start
         if s.native_on:
             s.irq_check = 1
         elif self.nvic.next_to_take(self.core.primask()) is not None:
@@ -593,6 +616,7 @@ class RunLoop:
         s = self.core.state
         if at < s.deadline:
             s.deadline = at
+            s.limit = 0  # counted mode: the native hook looks at the next block start
         if at < s.py_next:
             s.py_next = at
 
@@ -615,10 +639,34 @@ class RunLoop:
         i = (key >> 1) & (native.VERDICTS - 1)
         s.verdict_addr[i] = key
         s.verdict_end[i] = end
-        s.verdict[i] = 1 if ok else 2
+        s.verdict[i] = (1 if ok else 2) | (native.VERDICT_PLAIN if self._plain_loop(start, end) else 0)
         s.verdict_regs[i] = regs
         if len(self._loops) < native.VERDICTS:
             self._loops[(key, end)] = start
+
+    def _plain_loop(self, start: int, end: int) -> bool:
+        """No direct branch back inside [start, end) but its last instruction: counted
+        mode (docs/engine.md) then lets a loop decided not idle run without the hook
+        while it stays in that code (an inner loop's back edge would need it)."""
+        try:
+            code = self.bus.read_memory(start, end - start)
+        except UsageError:
+            return False
+        at = 0
+        while at + 2 <= len(code):
+            hw = int.from_bytes(code[at:at + 2], "little")
+            if hw >> 11 >= 0x1D:
+                at += 4
+                continue
+            off = None
+            if hw & 0xF000 == 0xD000 and hw & 0x0F00 < 0x0E00:
+                off = ((hw & 0xFF) ^ 0x80) - 0x80
+            elif hw & 0xF800 == 0xE000:
+                off = ((hw & 0x7FF) ^ 0x400) - 0x400
+            if off is not None and 4 + 2 * off <= 0 and at + 2 != len(code):
+                return False
+            at += 2
+        return True
 
     def forget_loop_verdicts(self, until: int | None = None) -> None:
         """Code, breakpoints or the run's 'until' changed: decide every loop again.

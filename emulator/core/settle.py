@@ -33,7 +33,8 @@ class Settler:
             s.prev_valid, s.prev_end, s.prev_flags = 1, pc, 0
         else:
             cost, insns = s.cur_cost, s.cur_insns
-            if (s.cur_flags & F_COND) and pc == end and not self._cond_taken_to_next(s.cur_flags):
+            # (counted mode: the engine took the not-taken cycles off on the way out)
+            if not s.counted and (s.cur_flags & F_COND) and pc == end and not self._cond_taken_to_next(s.cur_flags):
                 cost -= COND_PENALTY
             s.prev_valid, s.prev_end, s.prev_flags = 1, end, s.cur_flags
         s.cycles += cost

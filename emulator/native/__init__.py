@@ -16,6 +16,7 @@ from pkasim.base.errors import PkasimError
 
 RING = 32
 VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
+VERDICT_PLAIN = 4  # verdict flag (pkstate.h): no back edge inside the loop's code but its last
 
 (STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
  STOP_NATIVE_ERROR) = range(10)
@@ -185,7 +186,21 @@ class PkState(ctypes.Structure):
         ("verdict_regs", ctypes.c_uint16 * VERDICTS),
         ("loop_mask", ctypes.c_uint32),
         ("loop_misses", ctypes.c_uint32),
+        # counted mode (pkasim's engine: cyclehook.c pk_block_hook_counted)
+        ("limit", ctypes.c_uint64),
+        ("span_lo", ctypes.c_uint32),
+        ("span_hi", ctypes.c_uint32),
+        ("counted", ctypes.c_uint32),
+        ("cur_mode", ctypes.c_uint32),
     ]
+
+
+class BlockAccount(ctypes.Structure):
+    """Unicorn's uc_block_account (the engine's patch 5, docs/engine.md): where the
+    generated code keeps the count, and the two native callbacks."""
+
+    _fields_ = [(name, ctypes.c_void_p) for name in
+                ("cycles", "insns", "limit", "record", "span", "ring", "ring_pos", "cost", "hook", "user_data")]
 
 
 _lib: ctypes.CDLL | None = None

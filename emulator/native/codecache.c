@@ -298,6 +298,7 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
         reg[i].off = 0;
     }
     blk->start = start;
+    blk->mode = 0;
     blk->check_first = c->checks_used;
     blk->check_n = 0;
     blk->uncheckable = 0;
@@ -370,6 +371,8 @@ static int watch_needed(const pk_code *c) {
     }
     return -1;
 }
+
+int pk_code_watch_needed(const pk_code *c) { return watch_needed(c); }
 
 const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
                               pk_block *scratch, int *err, int *watch) {

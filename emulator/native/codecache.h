@@ -31,6 +31,8 @@ typedef struct {
     uint16_t check_n;
     uint8_t last_flags;   /* flags of the block's last instruction */
     uint8_t uncheckable;  /* an access address could not be resolved at block entry */
+    uint8_t mode;         /* counted mode: 0 not yet known, 1 plain, 2 inside an idle-candidate loop */
+    uint8_t pad[3];
     uint32_t undef_off;   /* byte offset of the first UNDEFINED instruction, or PK_NONE */
 } pk_block;
 
@@ -100,6 +102,9 @@ void pk_code_watch_span(const pk_code *c, uint32_t region, uint32_t *lo, uint32_
  * forgotten: a page once holding code keeps its stores on the engine's checked path).
  * Addresses outside every executable region hold no code. */
 int pk_code_page_holds_code(pk_code *c, uint32_t addr, uint32_t size, int fetch);
+
+/* A writable region whose cached code its write watch does not cover yet, or -1. */
+int pk_code_watch_needed(const pk_code *c);
 
 /* Bytes the cache holds now (tables, checks, bitmaps), for reports and benchmarks. */
 uint64_t pk_code_bytes(const pk_code *c);

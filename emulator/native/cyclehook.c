@@ -48,12 +48,13 @@ static int cond_holds(uint32_t cond, uint32_t apsr) {
     }
 }
 
-void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
-    uint32_t a = (uint32_t)address;
-
+/* The work at a block start. ``counted``: the engine's generated code has already
+ * added the previous block's cycles and instructions (uc_block_account, docs/engine.md)
+ * and applied its not-taken adjustment; the rest is the same. */
+static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int counted) {
     if (s->cur_valid) {
         uint32_t c = s->cur_cost, done_start = s->cur_start;
-        if ((s->cur_flags & PK_F_COND) && a == s->cur_end) {
+        if (!counted && (s->cur_flags & PK_F_COND) && a == s->cur_end) {
             /* Fall-through address: not taken, unless the branch targets that very
              * address, in which case the flags (unchanged since) decide. */
             int taken = 0;
@@ -64,8 +65,10 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
             }
             if (!taken) c -= s->cond_penalty;
         }
-        s->cycles += c;
-        s->insns += s->cur_insns;
+        if (!counted) {
+            s->cycles += c;
+            s->insns += s->cur_insns;
+        }
         s->blocks += 1;
         s->prev_valid = 1;
         s->prev_end = s->cur_end;
@@ -122,6 +125,7 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
         s->emu_stop(uc);
         return;
     }
+    if (watch < 0 && counted) watch = pk_code_watch_needed(s->code); /* decoded at translation */
     if (watch >= 0) {
         /* Code now runs from writable memory the write watch does not cover yet:
          * stop before the block so the machine can extend the watch. */
@@ -166,6 +170,11 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
                   ((s->prev_flags & PK_F_COND) || !(s->prev_flags & PK_F_BRANCH));
         if (!seq) cost += s->fetch_ws;
     }
+    if (counted && !blk->mode && blk != &scratch) {
+        /* Decided once per cached block: inside a loop the idle check follows? */
+        ((pk_block *)blk)->mode = pk_idle_relevant(s, a, a + size) ? 2 : 1;
+    }
+    s->cur_mode = !counted ? 0 : blk == &scratch ? (uint32_t)(pk_idle_relevant(s, a, a + size) ? 2 : 1) : blk->mode;
     s->cur_valid = 1;
     s->cur_start = a;
     s->cur_end = a + size;
@@ -173,6 +182,75 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     s->cur_insns = insns;
     s->cur_flags = flags;
     s->ring[s->ring_pos++ % RING] = a;
+}
+
+void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
+    block_start(uc, (uint32_t)address, size, s, 0);
+}
+
+/* ------------------------------------------------------------------ counted mode */
+
+/* Something the counted hook decides on changed (an exception may be takeable, a
+ * device event moved, the deadline came closer): call the hook at the next block. */
+void pk_counted_wake(pk_state *s) { s->limit = 0; }
+
+/* The cycle count at which the generated code must call the hook again, or 0 for the
+ * next block: the deadline or a native device's next event; at once while anything
+ * must be looked at per block (no native paths, an observer, flash wait states'
+ * fetch rule), when an exception may have become takeable, after a block that can
+ * change what is takeable, and after a block of a loop the idle check follows. */
+static void counted_limit(pk_state *s) {
+    uint64_t lim = s->deadline;
+    if (s->native_min < lim) lim = s->native_min;
+    if (!s->native_on || s->obs || s->fetch_ws || s->irq_check) lim = 0;
+    if (s->cur_valid) {
+        if (s->cur_flags & PK_F_IRQCHK) lim = 0;
+        if (s->cur_mode == 2 && !(s->span_lo <= s->cur_start && s->cur_end <= s->span_hi)) lim = 0;
+    }
+    s->limit = lim;
+}
+
+void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *s) {
+    uint32_t a = (uint32_t)address;
+    /* Leaving the span of a loop decided not idle: its blocks need the hook again. */
+    if (!(s->span_lo <= a && a + size <= s->span_hi)) {
+        s->span_lo = 0xFFFFFFFFu;
+        s->span_hi = 0;
+    }
+    block_start(uc, a, size, s, 1);
+    counted_limit(s);
+}
+
+/* Unicorn's uc_block_cost (the engine's patch 5). */
+typedef struct {
+    uint32_t cost, insns, flags, not_taken, mode, hook_next;
+} pk_block_cost_t;
+
+/* At translation: what the engine's generated code counts for the block
+ * [address, address + size). Blocks the hook must see at every start (an
+ * instruction ARMv6-M lacks, alignment checks of pkasim's own) get none. */
+int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c, pk_state *s) {
+    uint32_t a = (uint32_t)address;
+    pk_block scratch;
+    int err, watch;
+    const pk_block *blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
+    if (!blk) return 0; /* the hook at every start: it reports the error */
+    uint32_t mode;
+    if (blk == &scratch) mode = pk_idle_relevant(s, a, a + size) ? 2 : 1;
+    else {
+        if (!blk->mode) ((pk_block *)blk)->mode = pk_idle_relevant(s, a, a + size) ? 2 : 1;
+        mode = blk->mode;
+    }
+    c->cost = blk->cost;
+    c->insns = blk->insns;
+    c->flags = blk->last_flags;
+    /* the hook or the generated code records the block; either way its exit through
+     * the fall-through of its B<cond> takes the not-taken cycles off */
+    c->not_taken = (blk->last_flags & PK_F_COND) ? s->cond_penalty : 0;
+    c->hook_next = (blk->last_flags & PK_F_IRQCHK) ? 1 : 0;
+    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n) c->mode = 1; /* UC_BLOCK_HOOK */
+    else c->mode = mode == 2 ? 2 : 0; /* UC_BLOCK_SPAN or UC_BLOCK_INLINE */
+    return 1;
 }
 
 /* Flash data reads cost the wait states (installed only when wait_states > 0). */

@@ -116,6 +116,7 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_RETURN, s->cycles, current, 0);
     s->prev_valid = 0;
     s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
+    pk_counted_wake(s);
     wr(s, s->regids[15], w[6] | 1);
     return 0;
 }
@@ -145,6 +146,7 @@ void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     for (;;) {
         if (pk_would_wake(s->nvic)) {
             s->irq_check = 1;
+            pk_counted_wake(s);
             wr(s, s->regids[15], (uint32_t)address + 2 + 1); /* WFI done: go on after it */
             return;
         }

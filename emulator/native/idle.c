@@ -33,13 +33,13 @@
  * makes progress (a counter, a pointer walking a buffer) and no longer compared until
  * it is left. Only speed depends on it: a loop compared longer would be fast-forwarded
  * to the same counts. */
-#define MISS_LIMIT 8u
+#define MISS_LIMIT 2u
 
 static int verdict(pk_state *s, uint32_t key, uint32_t end, uint32_t *regs) {
     uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
     if (s->verdict_addr[i] != key || s->verdict_end[i] != end) return 0;
     *regs = s->verdict_regs[i];
-    return s->verdict[i];
+    return s->verdict[i] & 3;
 }
 
 /* One more iteration of the loop at start ended (cost cycles, insns instructions,
@@ -48,12 +48,25 @@ static int verdict(pk_state *s, uint32_t key, uint32_t end, uint32_t *regs) {
  * Only the registers the loop can change (its verdict's mask, from Python: every
  * register its code names, and the flags) are read and compared; the others cannot
  * change while it runs. */
+/* The loop whose code is [start, end) is decided: not skipped until it is left. In
+ * counted mode its blocks then run without the hook while they stay inside its code,
+ * if no other loop hides in it (whose back edge the hook would have to see: the
+ * verdict says, VERDICT_PLAIN, from Python's reading of the code). */
+static void decided(pk_state *s, uint32_t key, uint32_t end) {
+    uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
+    s->loop_have = 2;
+    if (!s->counted || s->cur_mode != 2) return; /* (only a loop of blocks the hook follows) */
+    if (s->verdict_addr[i] != key || s->verdict_end[i] != end || !(s->verdict[i] & VERDICT_PLAIN)) return;
+    s->span_lo = key & ~1u;
+    s->span_hi = end;
+}
+
 static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uint64_t insns, uint64_t blocks,
                      int multi) {
     if (s->loop_have == 2) return 0; /* decided: this loop is not skipped */
     if (++s->loop_count < 2) return 0;
     if (multi && s->loop_count > MULTI_TRIES) {
-        s->loop_have = 2;
+        decided(s, key, end);
         return 0;
     }
     uint32_t mask = 0xFFFF;
@@ -65,7 +78,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 1;
     }
     if (v != 1 || cost == 0) {
-        s->loop_have = 2;
+        decided(s, key, end);
         return 0;
     }
     if (!s->loop_have) s->loop_mask = mask;
@@ -98,7 +111,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
             }
         }
     } else if (s->loop_have && ++s->loop_misses >= MISS_LIMIT) {
-        s->loop_have = 2;
+        decided(s, key, end);
         return 0;
     }
     s->loop_have = 1;
@@ -143,7 +156,7 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
         return 0;
     }
     if (s->loop_end != 0 && done_start >= s->loop_start && done_end <= s->loop_end && next > done_start &&
-        next < s->loop_end && s->loop_acc_blocks + 1 < MULTI_BLOCKS) {
+        next < s->loop_end && (s->loop_acc_blocks + 1 < MULTI_BLOCKS || s->loop_have == 2)) {
         /* On within the loop's code. */
         s->loop_acc_cost += cost;
         s->loop_acc_insns += insns;
@@ -153,4 +166,85 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
     s->loop_start = 0xFFFFFFFFu;
     s->loop_end = 0;
     return 0;
+}
+
+/* ------------------------------------------------------------------ counted mode */
+
+/* Whether a Thumb halfword is an instruction the run loop's verdict lets an idle loop
+ * hold (core/cycles.py _IDLE_OK: loads, arithmetic, compares, branches), or one this
+ * table cannot tell apart from one (it may say yes to more, never to less). */
+static int idle_ok(uint32_t hw) {
+    if (hw < 0x4400) return 1;                          /* shifts, add/sub, mov/cmp imm, ALU */
+    if (hw < 0x4700) return 1;                          /* add/cmp/mov high registers */
+    if (hw < 0x4800) return 0;                          /* bx, blx */
+    if (hw < 0x5000) return 1;                          /* ldr literal */
+    if (hw < 0x6000) return ((hw >> 9) & 7) >= 3;       /* register offset: loads only */
+    if (hw < 0xA000) return (hw >> 11) & 1;             /* immediate offset: loads only */
+    if (hw < 0xB000) return 1;                          /* adr, add rd, sp */
+    if (hw < 0xB100) return 1;                          /* add/sub sp */
+    if ((hw & 0xFF00) == 0xB200) return 1;              /* sxth sxtb uxth uxtb */
+    if ((hw & 0xFF00) == 0xBA00) return (hw & 0xC0) != 0x80; /* rev rev16 revsh */
+    if (hw == 0xBF00) return 1;                         /* nop */
+    if (hw < 0xC000) return 0;
+    if (hw < 0xD000) return (hw >> 11) & 1;             /* ldm, not stm */
+    if (hw < 0xDE00) return 1;                          /* b<cond> */
+    if (hw < 0xE000) return 0;                          /* udf, svc */
+    if (hw < 0xE800) return 1;                          /* b */
+    return 0;                                           /* 32-bit */
+}
+
+/* A direct branch (B, B<cond>) at ``at``: its target, else 0 and *is = 0. */
+static uint32_t branch_target(uint32_t hw, uint32_t at, int *is) {
+    *is = 1;
+    if ((hw & 0xF000) == 0xD000 && (hw & 0x0F00) < 0x0E00) return at + 4 + (uint32_t)((int32_t)(int8_t)(hw & 0xFF) * 2);
+    if ((hw & 0xF800) == 0xE000) return at + 4 + (uint32_t)(((int32_t)((hw & 0x7FF) << 21) >> 21) * 2);
+    *is = 0;
+    return 0;
+}
+
+#define REL_BEFORE MULTI_SPAN
+#define REL_MAX 1024u
+
+/* Whether the block [start, end) lies in the code of a loop the idle check can follow
+ * and fast-forward (idle.c above): a direct branch back at some b, to t <= start,
+ * with end <= b + 2, over at most MULTI_SPAN bytes (or to start itself from the
+ * block's own end), all of [t, b + 2) instructions an idle loop may hold. Counted
+ * mode calls the hook at every start of such a block, so the idle check sees what it
+ * sees on the stock engine; any other block the generated code runs alone. Decided
+ * once per cached block, at translation. */
+int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end) {
+    uint16_t hw[(REL_BEFORE + REL_MAX + MULTI_SPAN + 8) / 2];
+    uint8_t have[sizeof hw / 2];
+    if (end <= start || end - start > REL_MAX) return 0;
+    uint32_t lo = start >= REL_BEFORE ? start - REL_BEFORE : 0;
+    uint32_t hi = end > start + MULTI_SPAN ? end : start + MULTI_SPAN;
+    hi += 4;
+    uint32_t n = (hi - lo) / 2;
+    for (uint32_t i = 0; i < n; i++) have[i] = s->mem_read(s->uc, lo + 2 * i, &hw[i], 2) == 0;
+#define HW(addr) (hw[((addr) - lo) / 2])
+#define HAVE(addr) ((addr) >= lo && (addr) + 2 <= hi && have[((addr) - lo) / 2])
+    for (uint32_t b = start; b + 2 <= hi && HAVE(b);) {
+        uint32_t h = HW(b);
+        if (h >> 11 >= 0x1D) {
+            b += 4;
+            continue;
+        }
+        int is;
+        uint32_t t = branch_target(h, b, &is);
+        if (is && t <= start && end <= b + 2 && (b + 2 - t <= MULTI_SPAN || (t == start && b + 2 == end))) {
+            int ok = 1;
+            for (uint32_t at = t; at < b + 2; at += 2) {
+                if (!HAVE(at) || !idle_ok(HW(at))) {
+                    ok = 0;
+                    break;
+                }
+            }
+            if (ok) return 1;
+        }
+        if (b + 2 > start + MULTI_SPAN && b + 2 >= end) break;
+        b += 2;
+    }
+    return 0;
+#undef HW
+#undef HAVE
 }

@@ -40,6 +40,7 @@ typedef struct {
 
 /* Loop verdicts kept (idle.c), indexed by (key >> 1) & (PK_VERDICTS - 1). */
 #define PK_VERDICTS 4096
+#define VERDICT_PLAIN 4 /* verdict flag: no back edge in the loop's code but its own last one */
 
 /* The NVIC's exception state: one record, owned by peripherals/nvic.py (NvicState),
  * read and pended here without a Python call. */
@@ -135,6 +136,13 @@ typedef struct {
     uint16_t verdict_regs[PK_VERDICTS]; /* bit n: Rn (13 SP, 14 LR), bit 15: APSR */
     uint32_t loop_mask;         /* verdict_regs of the loop being compared */
     uint32_t loop_misses;       /* its iterations in a row whose registers differed */
+    /* ---- counted mode (pkasim's engine, docs/engine.md): the generated code commits
+     * each block and records the next one itself; pk_block_hook_counted runs only
+     * at a block start where cycles >= limit, or where the block asks for it ---- */
+    uint64_t limit;             /* 0: the next block start calls the hook */
+    uint32_t span_lo, span_hi;  /* a loop decided not idle: its blocks need no hook */
+    uint32_t counted;           /* the engine keeps the accounting (else pk_block_hook) */
+    uint32_t cur_mode;          /* the current block's code cache mode (counted mode) */
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -153,7 +161,10 @@ void pk_native_due(pk_state *s);
 void pk_native_changed(pk_state *s);
 /* excmodel.c */
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
+/* cyclehook.c, counted mode */
+void pk_counted_wake(pk_state *s);
 /* idle.c */
+int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end);
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
                   uint32_t insns);

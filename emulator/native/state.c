@@ -53,8 +53,10 @@ uint32_t pk_access_offset(pk_state *s, uint32_t addr) {
     uint32_t cost = 0, regs[16], have = 0;
     pk_insn insn[512];
     if (!s->cur_valid) return 0;
-    if (s->acc_blocks != s->blocks || s->acc_start != s->cur_start) {
-        s->acc_blocks = s->blocks;
+    /* A new execution of a block: its start, or the committed count, differs (every
+     * block costs at least a cycle; in counted mode the engine counts no blocks). */
+    if (s->acc_blocks != s->cycles || s->acc_start != s->cur_start) {
+        s->acc_blocks = s->cycles;
         s->acc_start = s->cur_start;
         s->acc_last = -1;
     }
@@ -152,6 +154,7 @@ void pk_pend(pk_state *s, uint32_t exc) {
     if (!(n->pending >> exc & 1)) {
         n->pending |= (uint64_t)1 << exc;
         s->irq_check = 1;
+        pk_counted_wake(s);
         if (s->obs) pk_obs_emit(s->obs, PK_EV_IRQ_PEND, s->cycles, exc, 0);
     }
 }
@@ -177,11 +180,15 @@ void pk_native_due(pk_state *s) {
         while (d->next(d->dev) <= s->cycles) d->due(d->dev);
     }
     s->native_min = pk_native_next(s);
+    pk_counted_wake(s);
 }
 
 /* A native device's next event may have moved earlier (Python wrote its state):
  * pk_native_due looks again at the next block boundary. */
-void pk_native_changed(pk_state *s) { s->native_min = 0; }
+void pk_native_changed(pk_state *s) {
+    s->native_min = 0;
+    pk_counted_wake(s);
+}
 
 /* ------------------------------------------------------------------ lifetime */
 
