@@ -1,0 +1,129 @@
+"""pkasim's engine (Unicorn 2.1.4 with engine/patches/) and the registry's stock wheel run
+the same firmware to the same end: cycles, instructions, sleep, exit code, output and
+fault reports (docs/engine.md). Each engine runs in its own process (the engine is
+chosen once per process, by PKASIM_ENGINE)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (image, symbols to set as 32-bit words, cycle budget)
+CASES = [
+    ("hello", {}, 10**6),
+    ("systick", {}, 10**7),
+    ("spin", {}, 10**7),
+    ("timing", {}, 10**7),
+    ("calls", {}, 10**7),
+    ("nested", {}, 10**7),
+    ("anywhere", {}, 10**7),
+    ("bench", {}, 10**7),
+    ("compute", {"iterations": 3}, 10**8),
+    ("kernels", {"iterations": 2}, 10**8),
+    ("xrsa_win", {}, 10**8),
+    ("xrsa_win_sram", {}, 10**8),
+    ("xrsa_opt", {}, 10**8),
+] + [("fault", {"fault_kind": kind, "fault_handler_mode": mode}, 10**6) for kind in range(7) for mode in (0, 1)]
+
+CHILD = r"""
+import io, json, sys
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine
+from pkasim.native import engine
+out = []
+for image, symbols, budget in json.loads(sys.argv[1]):
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    m = Machine(load_config(), stdout=stdout, stderr=stderr)
+    m.load(f"{sys.argv[2]}/{image}.elf")
+    for name, value in symbols.items():
+        m.write_symbol(name, value.to_bytes(4, "little"))
+    r = m.run(max_cycles=budget)
+    fault = r.fault
+    out.append({"cycles": r.cycles, "instructions": r.instructions, "sleep": r.sleep_cycles,
+                "reason": r.reason.value, "exit": r.exit_code, "message": r.message,
+                "stdout": stdout.getvalue().decode(errors="replace"), "stderr": stderr.getvalue().decode(errors="replace"),
+                "fault": None if fault is None else [fault.cause, fault.where, fault.instruction, fault.address,
+                                                     fault.registers, fault.exception, fault.recent_blocks],
+                "taken": m.exceptions_taken})
+print(json.dumps({"engine": engine.selected(), "runs": out}))
+"""
+
+
+def _run_child(engine: str, build_dir: Path) -> dict:
+    env = {**os.environ, "PKASIM_ENGINE": engine}
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(CASES), str(build_dir)], env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _engine_problem() -> str | None:
+    """Why pkasim's engine cannot be used here (not built, refused), or None."""
+    done = subprocess.run([sys.executable, "-c", "from pkasim.native import engine; engine.require()"],
+                          env={**os.environ, "PKASIM_ENGINE": "patched"}, capture_output=True, text=True, check=False)
+    return done.stderr.strip().splitlines()[-1] if done.returncode else None
+
+
+@pytest.fixture(scope="module")
+def both_engines(build_dir: Path) -> tuple[dict, dict]:
+    problem = _engine_problem()
+    if problem:
+        pytest.skip(f"pkasim's engine is not available here: {problem}")
+    stock, patched = _run_child("stock", build_dir), _run_child("patched", build_dir)
+    assert stock["engine"] == "stock" and patched["engine"] == "patched"
+    return stock, patched
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[f"{c[0]}-{'-'.join(map(str, c[1].values()))}"
+                                                          for c in CASES])
+def test_firmware_runs_identically_on_both_engines(both_engines, index):
+    stock, patched = both_engines
+    assert patched["runs"][index] == stock["runs"][index]
+
+
+def test_unknown_engine_choice_is_a_usage_error_on_one_line(build_dir):
+    env = {**os.environ, "PKASIM_ENGINE": "turbo"}
+    done = subprocess.run([str(Path(sys.executable).parent / "pkasim"), "run", "-q", str(build_dir / "hello.elf")],
+                          env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 64
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "PKASIM_ENGINE='turbo'" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_engine_from_another_patch_set_is_refused_naming_the_fix():
+    if _engine_problem():
+        pytest.skip("pkasim's engine is not built here")
+    probe = ("import pkasim.native.engine as e; e.expected_patchset = lambda: '2.1.4+pkasim.other'; "
+             "print(e.select())")
+    done = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PKASIM_ENGINE": "auto"},
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "stock"
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused" in lines[0] and "make engine" in lines[0]
+
+
+def test_failed_engine_build_warns_on_one_line_and_exits_0(tmp_path, monkeypatch, capsys):
+    spec = importlib.util.spec_from_file_location("engine_build", ROOT / "engine" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    monkeypatch.setattr(build, "OUT", tmp_path / "_engine")
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+
+    def no_sdist(work, log):
+        raise build.BuildFailed("pip download of the unicorn sdist failed (no network)")
+
+    monkeypatch.setattr(build, "fetch_sdist", no_sdist)
+    monkeypatch.setattr(sys, "argv", ["build.py"])
+    assert build.main() == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning:") and "no network" in err[0] and "stock" in err[0]
+    assert not (tmp_path / "_engine" / "libunicorn.so.2").exists()
+    assert "failed" in json.loads((tmp_path / "_engine" / "engine.json").read_text())
