@@ -54,6 +54,9 @@ def _import_pkasim(root: str | None):
     (a checkout, old layout ``emulator`` or new ``pkasim``)."""
     if root:
         sys.path.insert(0, root)
+        if (Path(root) / "emulator" / "machine.py").exists():  # a checkout from before the pkasim package
+            from emulator import Machine, bench, load_config
+            return Machine, load_config, bench
     try:
         from pkasim.chip.config import load_config
         from pkasim.core.machine import Machine
@@ -71,29 +74,52 @@ def _engine_name() -> str:
     return engine.selected()
 
 
-def child_pkasim(elf: str, symbol: str, count: int, root: str | None) -> dict:
+def child_pkasim(elf: str, symbol: str, count: int, root: str | None, variant: str = "plain") -> dict:
+    """One run; ``variant``: plain, ws1 (one flash wait state: a memory hook on flash
+    data reads and the fetch rule at every block), watch (a write watchpoint on the
+    image's checksum word: the startup code zeroes it, the run writes it at its end; each hit
+    stops the run, which is resumed)."""
+    import dataclasses
     import io
     Machine, load_config, _ = _import_pkasim(root)
     out = io.BytesIO()
-    m = Machine(load_config(), stdout=out, stderr=io.BytesIO())
+    config = load_config()
+    if variant == "ws1":
+        flash = dataclasses.replace(config.flash, wait_states=1)
+        config = dataclasses.replace(config, memory={**config.memory, "flash": flash})
+    m = Machine(config, stdout=out, stderr=io.BytesIO())
     m.load(elf)
     m.write_symbol(symbol, count.to_bytes(4, "little"))
+    if variant == "watch":
+        m.add_watchpoint(next(n for n in ("kernels_checksum", "compute_checksum") if _has(m, n)), kind="write")
     t0 = time.process_time()
     r = m.run()
+    while r.reason.value == "watchpoint":  # (the startup code zeroes the watched word, the run writes it)
+        r = m.run()
     cpu = time.process_time() - t0
     return {"cpu": cpu, "insns": r.instructions, "cycles": r.cycles, "exit": r.exit_code,
             "out": out.getvalue().decode(errors="replace"), "engine": "baseline" if root else _engine_name()}
 
 
+def _has(m, name: str) -> bool:
+    try:
+        m.image.symbol(name)
+    except Exception:  # noqa: BLE001 - any lookup failure means "no such symbol"
+        return False
+    return True
+
+
 def child_unicorn(elf: str) -> dict:
     """Plain Unicorn (whichever library pkasim's engine selection loaded): memory
     mapped as the chip's, the image loaded, no hook but semihosting's exit."""
-    from emulator.loader import load_image
     from unicorn import UC_ARCH_ARM, UC_HOOK_INTR, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
     from unicorn import arm_const as A
 
-    from emulator import load_config
+    from pkasim.chip.config import load_config
+    from pkasim.chip.loader import load_image
+    from pkasim.native import engine
 
+    engine.select()  # the library PKASIM_ENGINE names, as pkasim would run on
     config = load_config()
     image = load_image(elf, config)
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
@@ -205,7 +231,7 @@ def main() -> int:
     if args.child:
         kind, *rest = args.child
         if kind == "pkasim":
-            result = child_pkasim(rest[0], rest[1], int(rest[2]), args.root)
+            result = child_pkasim(rest[0], rest[1], int(rest[2]), args.root, rest[3] if len(rest) > 3 else "plain")
         elif kind == "unicorn":
             result = child_unicorn(rest[0])
         else:
@@ -226,6 +252,7 @@ def main() -> int:
         baseline = Runner("baseline", str(py if py.exists() else sys.executable), {**env, "PKASIM_ENGINE": "stock"},
                           root=str(base))
     plain = Runner("unicorn", sys.executable, {**env, "PKASIM_ENGINE": "stock"})
+    plain_patched = Runner("unicorn:patched", sys.executable, {**env, "PKASIM_ENGINE": "patched"})
     have_qemu = shutil.which("qemu-system-arm") is not None
 
     workloads = [("kernels", BUILD / "kernels.elf", "iterations"), ("bignum", BUILD / "compute.elf", "iterations")]
@@ -255,11 +282,14 @@ def main() -> int:
                     row[label] = (res[1]["insns"] - res[0]["insns"]) / (res[1]["cpu"] - res[0]["cpu"]) / 1e6
                 dinsns = ref[1]["insns"] - ref[0]["insns"]
                 files = [patched_copy(elf, sym, n, tmp) for n in counts]
-                res = [plain.child("unicorn", str(f)) for f in files]
-                for a, b in zip(res, ref):
-                    if (a["exit"], a["out"]) != (b["exit"], b["out"]):
-                        raise SystemExit(f"{name}: plain Unicorn differs: exit {a['exit']} out {a['out']!r}")
-                row["unicorn"] = dinsns / (res[1]["cpu"] - res[0]["cpu"]) / 1e6
+                for runner in (plain, plain_patched):
+                    res = [runner.child("unicorn", str(f)) for f in files]
+                    if runner is plain_patched and res[0]["engine"] != "patched":
+                        continue  # pkasim's engine is not built: no such column
+                    for a, b in zip(res, ref):
+                        if (a["exit"], a["out"]) != (b["exit"], b["out"]):
+                            raise SystemExit(f"{name}: plain Unicorn differs: exit {a['exit']} out {a['out']!r}")
+                    row[runner.name] = dinsns / (res[1]["cpu"] - res[0]["cpu"]) / 1e6
                 if have_qemu:
                     res = [qemu_run(f) for f in files]
                     for a, b in zip(res, ref):
@@ -270,8 +300,18 @@ def main() -> int:
                     rates.setdefault((name, k), []).append(v)
                 for k in row:
                     for ref_name in ("qemu", "unicorn", "baseline"):
-                        if ref_name in row and k != ref_name:
+                        if ref_name in row and k != ref_name and k.startswith(("pkasim", "unicorn:")):
                             ratio_rows.setdefault((name, k, ref_name), []).append(row[k] / row[ref_name])
+                for r in runners if name != "coremark" else []:
+                    # the same run with one flash wait state, and with a watchpoint: CPU time
+                    # against the plain run's, same engine, same round
+                    for variant in ("ws1", "watch"):
+                        res = [r.child("pkasim", str(elf), sym, str(n), variant) for n in counts]
+                        dt = res[1]["cpu"] - res[0]["cpu"]
+                        plain_rate = row[f"pkasim:{res[0]['engine']}"]
+                        variant_rate = (res[1]["insns"] - res[0]["insns"]) / dt / 1e6
+                        ratio_rows.setdefault((name, f"pkasim:{res[0]['engine']}", variant), []).append(
+                            plain_rate / variant_rate)
                 print(f"round {rnd + 1} {name}: " + ", ".join(f"{k} {v:,.0f}" for k, v in row.items()),
                       file=sys.stderr, flush=True)
     finally:
@@ -283,7 +323,8 @@ def main() -> int:
     for name, *_ in workloads:
         print(f"{name:10s}" + "".join(f"{statistics.median(rates[(name, n)]):18,.0f}" if (name, n) in rates
                                       else f"{'-':>18s}" for n in names))
-    print("\nratios (each measured within one round; median)")
+    print("\nratios (each measured within one round; median): speed of the first over the second;")
+    print("for ws1 (one flash wait state) and watch (a watchpoint): how many times slower than the plain run")
     for (name, k, ref_name), vals in sorted(ratio_rows.items()):
         print(f"  {name:10s} {k:16s} / {ref_name:10s} {statistics.median(vals):6.2f}x")
 

@@ -196,13 +196,13 @@ void pk_counted_wake(pk_state *s) { s->limit = 0; }
 
 /* The cycle count at which the generated code must call the hook again, or 0 for the
  * next block: the deadline or a native device's next event; at once while anything
- * must be looked at per block (no native paths, an observer, flash wait states'
- * fetch rule), when an exception may have become takeable, after a block that can
+ * must be looked at per block (no native paths, an observer), when an exception
+ * may have become takeable, after a block that can
  * change what is takeable, and after a block of a loop the idle check follows. */
 static void counted_limit(pk_state *s) {
     uint64_t lim = s->deadline;
     if (s->native_min < lim) lim = s->native_min;
-    if (!s->native_on || s->obs || s->fetch_ws || s->irq_check) lim = 0;
+    if (!s->native_on || s->obs || s->irq_check) lim = 0;
     if (s->cur_valid) {
         if (s->cur_flags & PK_F_IRQCHK) lim = 0;
         if (s->cur_mode == 2 && !(s->span_lo <= s->cur_start && s->cur_end <= s->span_hi)) lim = 0;
@@ -248,7 +248,12 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
      * the fall-through of its B<cond> takes the not-taken cycles off */
     c->not_taken = (blk->last_flags & PK_F_COND) ? s->cond_penalty : 0;
     c->hook_next = (blk->last_flags & PK_F_IRQCHK) ? 1 : 0;
-    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n) c->mode = 1; /* UC_BLOCK_HOOK */
+    /* The hook at every start: an instruction ARMv6-M lacks, pkasim's own alignment
+     * checks, code the write watch must cover first; and, with flash wait states, a
+     * block at the upper half of a flash word, whose cost depends on how it was
+     * entered (the fetch rule, in the hook; the block before is in the record). */
+    int fetch_rule = s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end;
+    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n || fetch_rule) c->mode = 1; /* UC_BLOCK_HOOK */
     else c->mode = mode == 2 ? 2 : 0; /* UC_BLOCK_SPAN or UC_BLOCK_INLINE */
     return 1;
 }
