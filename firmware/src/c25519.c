@@ -9,10 +9,12 @@
  * Ed25519: extended coordinates (X : Y : Z : T), x = X/Z, y = Y/Z, xy = T/Z, with the
  * complete formulas of Hisil, Wong, Carter and Dawson ("Twisted Edwards curves
  * revisited", ASIACRYPT 2008; add-2008-hwcd-3 and dbl-2008-hwcd for a = -1 in the
- * Explicit-Formulas Database): addition 9 MONTMULs, doubling 8. A secret scalar (the
- * key a, the nonce r) goes through 4-bit fixed windows over a table of i B, i = 0..15,
- * every entry read under a mask; verification uses Straus' interleaving with public
- * digits. Scalars modulo L are reduced on the PKA with L as the modulus: a 512-bit hash
+ * Explicit-Formulas Database): addition 9 MONTMULs, doubling 8, and the mixed addition
+ * (madd-2008-hwcd-3) of an affine point in the form (y + x, y - x, 2 d x y): 7. A secret
+ * scalar (the key a, the nonce r) multiplies B by a comb of 4 teeth 64 bits apart (Lim
+ * and Lee) over the 16 sums of 2^(64 j) B in flash (ecc_consts.h), every entry read
+ * under a mask for each of the 64 columns; verification uses Straus' interleaving with
+ * public digits. Scalars modulo L are reduced on the PKA with L as the modulus: a 512-bit hash
  * as four 128-bit pieces, each below L, times 2^(128 i) R mod L.
  */
 #include "libc_min.h"
@@ -232,19 +234,53 @@ static void base_table(void)
 
 static uint32_t window(const uint32_t k[8], uint32_t w) { return (k[w / 8u] >> (4u * (w % 8u))) & 15u; }
 
-/* The accumulator = k B for a secret k (8 words), from the table of B made by base_table. */
+/* o = p + q for q = (y + x, y - x, 2 d x y) in q.x, q.y, q.z (madd-2008-hwcd-3, Z2 = 1);
+ * o may be p. T3 only when with_t. */
+static void ed_madd(ept o, ept p, ept q, int with_t)
+{
+    const fe_t t0 = SL(S_T0), t1 = SL(S_T1), t2 = SL(S_T2), t3 = SL(S_T3), t4 = SL(S_T4);
+
+    fe_sub(t0, p.y, p.x);
+    fe_mul(t0, t0, q.y);            /* A = (Y1 - X1)(y2 - x2) */
+    fe_add(t1, p.y, p.x);
+    fe_mul(t1, t1, q.x);            /* B = (Y1 + X1)(y2 + x2) */
+    fe_mul(t2, p.t, q.z);           /* C = T1 2d t2 */
+    fe_add(t3, p.z, p.z);           /* D = 2 Z1 */
+    fe_sub(t4, t1, t0);             /* E = B - A */
+    fe_add(t1, t1, t0);             /* H = B + A */
+    fe_sub(t0, t3, t2);             /* F = D - C */
+    fe_add(t3, t3, t2);             /* G = D + C */
+    fe_mul(o.x, t4, t0);            /* X3 = E F */
+    fe_mul(o.y, t3, t1);            /* Y3 = G H */
+    if (with_t)
+        fe_mul(o.t, t4, t1);        /* T3 = E H */
+    fe_mul(o.z, t0, t3);            /* Z3 = F G */
+}
+
+/* The comb column col of k: bit 64 j + col of k as bit j, j = 0..3. */
+static uint32_t comb_index(const uint32_t k[8], uint32_t col)
+{
+    uint32_t w = col / 32u, b = col % 32u;
+
+    return ((k[w] >> b) & 1u) | ((k[2u + w] >> b) & 1u) << 1 | ((k[4u + w] >> b) & 1u) << 2 |
+           ((k[6u + w] >> b) & 1u) << 3;
+}
+
+/* The accumulator = k B for a secret k (8 words), by the comb: the same operations,
+ * addresses and PKA operations for every k. */
 static ept mul_base_ct(const uint32_t k[8])
 {
     ept acc = ept_at(S_ACC), q = ept_at(S_Q);
 
-    fe_table_select(fe_table, EPT_WORDS, window(k, 63), acc.x);
-    for (int w = 62; w >= 0; w--) {
-        ed_dbl(acc, 0);
-        ed_dbl(acc, 0);
-        ed_dbl(acc, 0);
-        ed_dbl(acc, 1);
-        fe_table_select(fe_table, EPT_WORDS, window(k, (uint32_t)w), q.x);
-        ed_add(acc, acc, q, 0);
+    fe_copy(acc.x, SL(S_ZERO));
+    fe_copy(acc.y, SL(S_ONE));
+    fe_copy(acc.z, SL(S_ONE));
+    fe_copy(acc.t, SL(S_ZERO));
+    for (int col = 63; col >= 0; col--) {
+        if (col != 63)
+            ed_dbl(acc, 1);
+        fe_table_select(&ED_COMB[0][0], 24, comb_index(k, (uint32_t)col), q.x);
+        ed_madd(acc, acc, q, 0);
     }
     return acc;
 }
@@ -343,7 +379,6 @@ int ed25519_public_key(const uint8_t seed[32], uint8_t pub[32])
 
     expand_seed(seed, h, a);
     setup_ed();
-    base_table();
     ed_encode(pub, mul_base_ct(a));
     return fe_errors();
 }
@@ -356,7 +391,6 @@ int ed25519_sign(const uint8_t seed[32], const uint8_t *msg, uint32_t len, uint8
 
     expand_seed(seed, h, a);
     setup_ed();
-    base_table();
     ed_encode(pub, mul_base_ct(a));                 /* A = a B */
     sha512_init(&c);
     sha512_update(&c, h + 32, 32);

@@ -9,10 +9,13 @@
  * the point at infinity (0 : 1 : 0) and doubling included, so no branch is needed on
  * any value. Addition: 12 MONTMULs + 2 by b + 29 MODADD/MODSUB; doubling: 11 + 2 + 21.
  *
- * Scalar multiplication by a secret (d G, k G, d Q): 4-bit fixed windows, left to right,
- * table T[i] = i P for i = 0..15 (T[0] the point at infinity) in SRAM, every entry
- * read under a mask for each window (fe_table_select), 4 doublings and one addition
- * per window whatever its value. Verification (public scalars u1, u2): Straus'
+ * Scalar multiplication by a secret: for the base point G (d G, k G) a comb of 4 teeth
+ * 64 bits apart (Lim and Lee, CRYPTO '94) over a table of the 16 sums of 2^(64 j) G in
+ * flash (ecc_consts.h): 64 columns of one doubling and one addition; for another point
+ * (d Q, ECDH) 4-bit fixed windows, left to right, table T[i] = i Q for i = 0..15 (T[0]
+ * the point at infinity) built in SRAM, 4 doublings and one addition per window. Either
+ * way every entry of the table is read under a mask for each column or window
+ * (fe_table_select), whatever its value. Verification (public scalars u1, u2): Straus'
  * interleaving, one table for G and one for Q, entries fetched directly.
  */
 #include "libc_min.h"
@@ -161,6 +164,30 @@ static pt mul_ct(const uint32_t k[8], fe_t px, fe_t py)
     return cur;
 }
 
+/* The comb column col of k: bit 64 j + col of k as bit j, j = 0..3. */
+static uint32_t comb_index(const uint32_t k[8], uint32_t col)
+{
+    uint32_t w = col / 32u, b = col % 32u;
+
+    return ((k[w] >> b) & 1u) | ((k[2u + w] >> b) & 1u) << 1 | ((k[4u + w] >> b) & 1u) << 2 |
+           ((k[6u + w] >> b) & 1u) << 3;
+}
+
+/* k G for a secret k (8 words), by the comb: the same operations, addresses and PKA
+ * operations for every k. Returns the accumulator holding the projective result. */
+static pt mul_base_ct(const uint32_t k[8])
+{
+    pt cur = pt_at(S_A), nxt = pt_at(S_B_), q = pt_at(S_Q);
+
+    fe_table_select(&P256_COMB[0][0], PT_WORDS, comb_index(k, 63), cur.x);
+    for (int col = 62; col >= 0; col--) {
+        pt_dbl(nxt, cur);
+        fe_table_select(&P256_COMB[0][0], PT_WORDS, comb_index(k, (uint32_t)col), q.x);
+        pt_add(cur, nxt, q);
+    }
+    return cur;
+}
+
 /* u1 G + u2 Q for public u1, u2 (Straus: shared doublings, windows of 4 bits), Q the
  * affine point (qx, qy). */
 static pt mul2_public(const uint32_t u1[8], const uint32_t u2[8], fe_t qx, fe_t qy)
@@ -270,10 +297,7 @@ int p256_public_key(const uint8_t d_be[32], uint8_t pub[65])
     if (!scalar_ok(d))
         return ECC_ERR_KEY;
     setup();
-    fe_set(SL(S_V3), P256_GXM);
-    fe_set(SL(S_V4), P256_GYM);
-    pt r = mul_ct(d, SL(S_V3), SL(S_V4));
-    to_affine(r, x, y);
+    to_affine(mul_base_ct(d), x, y);
     int err = fe_errors();
     if (err)
         return err;
@@ -355,10 +379,7 @@ int p256_sign(const uint8_t d_be[32], const uint8_t h_be[32], uint8_t sig[64])
         words_from_be(k, V);
         if (scalar_ok(k)) {
             fe_modulus(SL(S_P));
-            fe_set(SL(S_V3), P256_GXM);
-            fe_set(SL(S_V4), P256_GYM);
-            pt R = mul_ct(k, SL(S_V3), SL(S_V4));
-            to_affine(R, x, y);
+            to_affine(mul_base_ct(k), x, y);
             memcpy(r, x, sizeof r);
             reduce_n(r);
             /* s = k^-1 (e + r d) mod n, on the PKA with the modulus n */

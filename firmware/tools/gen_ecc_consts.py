@@ -85,6 +85,89 @@ def constants() -> list[tuple[str, int, str]]:
     return c
 
 
+# ---- the comb tables of the base points --------------------------------------------
+
+def p256_add(p1: tuple[int, int] | None, p2: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Affine P-256 addition (None is the point at infinity)."""
+    if p1 is None:
+        return p2
+    if p2 is None:
+        return p1
+    (x1, y1), (x2, y2) = p1, p2
+    if x1 == x2 and (y1 + y2) % P256_P == 0:
+        return None
+    if p1 == p2:
+        lam = (3 * x1 * x1 - 3) * pow(2 * y1, -1, P256_P) % P256_P
+    else:
+        lam = (y2 - y1) * pow(x2 - x1, -1, P256_P) % P256_P
+    x3 = (lam * lam - x1 - x2) % P256_P
+    return x3, (lam * (x1 - x3) - y1) % P256_P
+
+
+def p256_mul(k: int, pt: tuple[int, int]) -> tuple[int, int] | None:
+    acc = None
+    for bit in bin(k)[2:]:
+        acc = p256_add(acc, acc)
+        if bit == "1":
+            acc = p256_add(acc, pt)
+    return acc
+
+
+def ed_add(p1: tuple[int, int], p2: tuple[int, int]) -> tuple[int, int]:
+    """Affine edwards25519 addition (complete)."""
+    (x1, y1), (x2, y2) = p1, p2
+    t = ED_D * x1 * x2 * y1 * y2 % F25519_P
+    x3 = (x1 * y2 + x2 * y1) * pow(1 + t, -1, F25519_P) % F25519_P
+    y3 = (y1 * y2 + x1 * x2) * pow(1 - t, -1, F25519_P) % F25519_P
+    return x3, y3
+
+
+def ed_mul(k: int, pt: tuple[int, int]) -> tuple[int, int]:
+    acc = (0, 1)
+    for bit in bin(k)[2:]:
+        acc = ed_add(acc, acc)
+        if bit == "1":
+            acc = ed_add(acc, pt)
+    return acc
+
+
+COMB_TEETH = 4
+COMB_SPACING = 64  # bits between teeth: 4 x 64 = 256
+
+
+def comb_scalars() -> list[int]:
+    """Entry i of a comb table is this multiple of the base point: the sum of
+    2^(64 j) over the bits j of i."""
+    return [sum(1 << (COMB_SPACING * j) for j in range(COMB_TEETH) if i >> j & 1) for i in range(1 << COMB_TEETH)]
+
+
+def p256_comb() -> list[list[int]]:
+    """(X, Y, Z) in Montgomery form: (x R, y R, R), the point at infinity (0, R, 0)."""
+    rows = []
+    for k in comb_scalars():
+        pt = p256_mul(k, (P256_GX, P256_GY))
+        rows.append([0, mont(1, P256_P), 0] if pt is None else
+                    [mont(pt[0], P256_P), mont(pt[1], P256_P), mont(1, P256_P)])
+    return rows
+
+
+def ed_comb() -> list[list[int]]:
+    """(y + x, y - x, 2 d x y) in Montgomery form (the "Niels" form of affine points)."""
+    rows = []
+    for k in comb_scalars():
+        x, y = ed_mul(k, (ED_BX, ED_BY))
+        rows.append([mont(y + x, F25519_P), mont(y - x, F25519_P), mont(2 * ED_D * x * y, F25519_P)])
+    return rows
+
+
+def table(name: str, rows: list[list[int]], comment: str) -> list[str]:
+    out = [f"/* {comment} */", f"static const uint32_t {name}[{len(rows)}][{8 * len(rows[0])}] = {{"]
+    for row in rows:
+        out.append("    {" + ",\n     ".join(words(v) for v in row).replace("\\n", "\n") + "},")
+    out.append("};")
+    return out
+
+
 def words(x: int) -> str:
     return ", ".join(f"0x{(x >> (32 * i)) & 0xFFFFFFFF:08x}u" for i in range(8))
 
@@ -102,6 +185,11 @@ def header() -> str:
     for name, value, comment in constants():
         lines.append(f"/* {comment} */")
         lines.append(f"static const uint32_t {name}[8] = {{{words(value)}}};")
+    lines += [""]
+    lines += table("P256_COMB", p256_comb(), "comb table of G: entry i = sum of 2^(64 j) G over the bits j of i, "
+                   "(X, Y, Z) in Montgomery form")
+    lines += table("ED_COMB", ed_comb(), "comb table of B: entry i = sum of 2^(64 j) B over the bits j of i, "
+                   "(y + x, y - x, 2 d x y) in Montgomery form")
     lines += ["", "#endif", ""]
     return "\n".join(lines)
 
