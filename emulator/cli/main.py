@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="FILE", help="write the run summary as JSON ('-' for stdout)")
     add_trace_options(run)
 
-    bench = sub.add_parser("bench", help="RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips")
+    bench = sub.add_parser("bench", help="RSA-2048 vs RSA-4096 (xRSA) vs software, and the ECC operations, "
+                                         "on one or more chips")
     bench.add_argument("--config", action="append", default=[], metavar="FILE",
                        help="chip description; repeat to compare chips side by side (default: the default chip)")
     bench.add_argument("--json", metavar="FILE", help="write every figure as JSON ('-' for stdout)")
@@ -88,9 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def bench_jobs():
+    from pkasim.ecc.bench import ECC_JOBS
     from pkasim.rsa.bench import JOBS
 
-    return JOBS
+    return (*JOBS, *ECC_JOBS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
