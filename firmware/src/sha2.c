@@ -245,9 +245,10 @@ void sha512_final(sha512_ctx *c, uint8_t out[64])
 {
     uint32_t bits = c->total * 8u, hi = c->total >> 29;
 
-    /* the 128-bit length field: its top 12 bytes are zero here */
+    /* the 128-bit length field at bytes 112..127 (its top 12 bytes zero here): a
+     * block with no room for it after the 0x80 is padded and hashed first */
     c->buf[c->fill++] = 0x80;
-    if (c->fill > 120u) {
+    if (c->fill > 112u) {
         memset(c->buf + c->fill, 0, 128u - c->fill);
         sha512_block(c->h, c->buf);
         c->fill = 0;
