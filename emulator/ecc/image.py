@@ -38,6 +38,9 @@ class Op(IntEnum):
     ED25519_PUBLIC = 6
     ED25519_SIGN = 7
     ED25519_VERIFY = 8
+    RANDOM = 9
+    P256_KEYGEN = 10
+    ED25519_KEYGEN = 11
 
 
 # ecc.h's return values (and pka.h's, which the ECC code passes on).
@@ -54,9 +57,11 @@ STATUS = {
     -15: "non-canonical point encoding",
     -16: "all-zero shared secret",
     -17: "message too long",
+    -20: "the TRNG's health test failed again after a reseed",
 }
 ERR_KEY, ERR_POINT, ERR_INFINITY, ERR_RANGE, ERR_SIGNATURE, ERR_ENCODING, ERR_ZERO, ERR_LENGTH = (
     -10, -11, -12, -13, -14, -15, -16, -17)
+ERR_TRNG = -20
 
 
 @dataclass

@@ -20,7 +20,8 @@
  *   ecc_sig       the signature to verify (64 bytes: r || s, or R || S)
  *   ecc_check     1 = compare ecc_out with ecc_expected (ecc_out_len bytes)
  *   ecc_expected  default the RFC 8032 TEST 1 signature
- *   ecc_out       the result (public key, signature or shared secret)
+ *   ecc_out       the result (public key, signature, shared secret, or a new key pair:
+ *                 the private key then the public key)
  *   ecc_out_len   how many bytes of ecc_out the operation wrote
  *   ecc_status    its return value (0 = success, ECC_ERR_* in src/ecc.h; -100 = not run)
  * The run takes the same time for every private key (docs/ecc.md, constant time): the
@@ -31,9 +32,11 @@
 #include "cmsis_min.h"
 #include "semihost.h"
 #include "ecc.h"
+#include "trng.h"
 
 #define DATA(name) __attribute__((section(".data." #name), used, aligned(4)))
 #define ECC_MSG_MAX 1024u
+#define ECC_OUT_MAX 128u
 
 enum {
     ECC_OP_NONE,
@@ -45,11 +48,14 @@ enum {
     ECC_OP_ED25519_PUBLIC,  /* 6: ecc_out = A (32 bytes) */
     ECC_OP_ED25519_SIGN,    /* 7: ecc_out = R || S */
     ECC_OP_ED25519_VERIFY,  /* 8: status only */
+    ECC_OP_RANDOM,          /* 9: ecc_out = 64 bytes from the TRNG */
+    ECC_OP_P256_KEYGEN,     /* 10: ecc_out = d || d G (32 + 65 bytes), from the TRNG */
+    ECC_OP_ED25519_KEYGEN,  /* 11: ecc_out = seed || A (32 + 32 bytes), from the TRNG */
 };
 
 static const char *const OP_NAMES[] = {
     "none", "p256-public", "p256-sign", "p256-verify", "p256-ecdh",
-    "x25519", "ed25519-public", "ed25519-sign", "ed25519-verify",
+    "x25519", "ed25519-public", "ed25519-sign", "ed25519-verify", "random", "p256-keygen", "ed25519-keygen",
 };
 
 /* RFC 8032 section 7.1, TEST 1 */
@@ -67,8 +73,8 @@ DATA(ecc_msg) uint8_t ecc_msg[ECC_MSG_MAX];
 DATA(ecc_msg_len) uint32_t ecc_msg_len = 0;
 DATA(ecc_sig) uint8_t ecc_sig[64];
 DATA(ecc_check) uint32_t ecc_check = 1;
-DATA(ecc_expected) uint8_t ecc_expected[65] = RFC8032_T1_SIG;
-DATA(ecc_out) uint8_t ecc_out[65];
+DATA(ecc_expected) uint8_t ecc_expected[ECC_OUT_MAX] = RFC8032_T1_SIG;
+DATA(ecc_out) uint8_t ecc_out[ECC_OUT_MAX];
 DATA(ecc_out_len) uint32_t ecc_out_len = 0;
 DATA(ecc_status) int32_t ecc_status = -100;
 
@@ -119,6 +125,19 @@ __attribute__((noinline)) int ecc_dispatch(void)
             break;
         case ECC_OP_ED25519_VERIFY:
             status = ed25519_verify(ecc_peer, ecc_msg, len, ecc_sig);
+            break;
+        case ECC_OP_RANDOM:
+            trng_init();
+            status = trng_read(ecc_out, 64);
+            ecc_out_len = 64;
+            break;
+        case ECC_OP_P256_KEYGEN:
+            status = p256_keygen(ecc_out, ecc_out + 32);
+            ecc_out_len = 32 + 65;
+            break;
+        case ECC_OP_ED25519_KEYGEN:
+            status = ed25519_keygen(ecc_out, ecc_out + 32);
+            ecc_out_len = 64;
             break;
         default:
             status = -100;

@@ -22,6 +22,7 @@
 #include "ecc_fe.h"
 #include "ecc_consts.h"
 #include "sha2.h"
+#include "trng.h"
 
 enum {
     S_P, S_L, S_ONE, S_RR, S_UNIT, S_ZERO, S_A24, S_D2, S_D, S_SQRTM1, S_ONEL, S_RRL, S_LK1, S_LK2, S_LK3,
@@ -381,6 +382,15 @@ int ed25519_public_key(const uint8_t seed[32], uint8_t pub[32])
     setup_ed();
     ed_encode(pub, mul_base_ct(a));
     return fe_errors();
+}
+
+int ed25519_keygen(uint8_t seed[32], uint8_t pub[32])
+{
+    trng_init();
+    int rc = trng_read(seed, 32);
+    if (rc != TRNG_OK)
+        return rc;
+    return ed25519_public_key(seed, pub);
 }
 
 int ed25519_sign(const uint8_t seed[32], const uint8_t *msg, uint32_t len, uint8_t sig[64])

@@ -41,6 +41,10 @@ int p256_verify(const uint8_t pub[65], const uint8_t h[32], const uint8_t sig[64
 /* ECDH: the x-coordinate of d Q (32 bytes), Q = peer (65 bytes) checked first. */
 int p256_ecdh(const uint8_t d[32], const uint8_t peer[65], uint8_t secret[32]);
 
+/* A new key pair from the TRNG (FIPS 186-4 B.4.2, testing candidates): d (32 bytes) and
+ * its public point (65 bytes). */
+int p256_keygen(uint8_t d[32], uint8_t pub[65]);
+
 /* ---- Curve25519 -------------------------------------------------------------------- */
 
 /* X25519(k, u) (RFC 7748 section 5): out = 32 bytes; ECC_ERR_ZERO for an all-zero result. */
@@ -50,6 +54,8 @@ int x25519(const uint8_t k[32], const uint8_t u[32], uint8_t out[32]);
 int ed25519_public_key(const uint8_t seed[32], uint8_t pub[32]);
 /* sig (R || S, 64 bytes) of msg[0..len) by seed (the public key derived from it). */
 int ed25519_sign(const uint8_t seed[32], const uint8_t *msg, uint32_t len, uint8_t sig[64]);
+/* A new Ed25519 key from the TRNG: the 32-byte secret key (seed) and its public key. */
+int ed25519_keygen(uint8_t seed[32], uint8_t pub[32]);
 /* 0 when sig is valid for msg under pub; ECC_ERR_* otherwise. */
 int ed25519_verify(const uint8_t pub[32], const uint8_t *msg, uint32_t len, const uint8_t sig[64]);
 

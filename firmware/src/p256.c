@@ -23,6 +23,7 @@
 #include "ecc_fe.h"
 #include "ecc_consts.h"
 #include "sha2.h"
+#include "trng.h"
 
 /* Slots (ecc_fe.h): constants, then the working set. */
 enum {
@@ -303,6 +304,20 @@ int p256_public_key(const uint8_t d_be[32], uint8_t pub[65])
         return err;
     encode_point(pub, x, y);
     return ECC_OK;
+}
+
+int p256_keygen(uint8_t d_be[32], uint8_t pub[65])
+{
+    uint32_t d[8];
+
+    trng_init();
+    do {    /* a candidate outside [1, n - 1] (probability below 2^-32) is drawn again */
+        int rc = trng_read(d_be, 32);
+        if (rc != TRNG_OK)
+            return rc;
+        words_from_be(d, d_be);
+    } while (!scalar_ok(d));
+    return p256_public_key(d_be, pub);
 }
 
 int p256_ecdh(const uint8_t d_be[32], const uint8_t peer[65], uint8_t secret[32])
