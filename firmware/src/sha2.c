@@ -20,6 +20,22 @@ static const uint32_t K256[64] = {
 
 static inline uint32_t ror32(uint32_t x, unsigned n) { return (x >> n) | (x << (32u - n)); }
 
+/*
+ * Eight rounds at a time with the working variables renamed instead of moved (the
+ * usual unrolled form); the message schedule is computed in place in w[16].
+ */
+#define S256_ROUND(a, b, c, d, e, f, g, h, k, x)                                          \
+    do {                                                                                  \
+        uint32_t t1_ = h + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + (g ^ (e & (f ^ g))) + (k) + (x); \
+        d += t1_;                                                                         \
+        h = t1_ + (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) | (c & (a | b)));\
+    } while (0)
+
+#define S256_SCHED(i)                                                                     \
+    (w[(i) & 15] += (ror32(w[((i) - 15) & 15], 7) ^ ror32(w[((i) - 15) & 15], 18) ^ (w[((i) - 15) & 15] >> 3)) \
+                    + w[((i) - 7) & 15]                                                   \
+                    + (ror32(w[((i) - 2) & 15], 17) ^ ror32(w[((i) - 2) & 15], 19) ^ (w[((i) - 2) & 15] >> 10)))
+
 void sha256_block(uint32_t h[8], const uint8_t block[64])
 {
     uint32_t w[16];
@@ -28,26 +44,25 @@ void sha256_block(uint32_t h[8], const uint8_t block[64])
     for (unsigned i = 0; i < 16; i++)
         w[i] = (uint32_t)block[4 * i] << 24 | (uint32_t)block[4 * i + 1] << 16 |
                (uint32_t)block[4 * i + 2] << 8 | block[4 * i + 3];
-    for (unsigned i = 0; i < 64; i++) {
-        uint32_t wi;
-        if (i < 16) {
-            wi = w[i];
-        } else {
-            uint32_t w15 = w[(i - 15) & 15], w2 = w[(i - 2) & 15];
-            uint32_t s0 = ror32(w15, 7) ^ ror32(w15, 18) ^ (w15 >> 3);
-            uint32_t s1 = ror32(w2, 17) ^ ror32(w2, 19) ^ (w2 >> 10);
-            wi = w[i & 15] += s0 + w[(i - 7) & 15] + s1;
-        }
-        uint32_t t1 = k + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + (g ^ (e & (f ^ g))) + K256[i] + wi;
-        uint32_t t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) | (c & (a | b)));
-        k = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = c;
-        c = b;
-        b = a;
-        a = t1 + t2;
+    for (unsigned i = 0; i < 16; i += 8) {
+        S256_ROUND(a, b, c, d, e, f, g, k, K256[i], w[i]);
+        S256_ROUND(k, a, b, c, d, e, f, g, K256[i + 1], w[i + 1]);
+        S256_ROUND(g, k, a, b, c, d, e, f, K256[i + 2], w[i + 2]);
+        S256_ROUND(f, g, k, a, b, c, d, e, K256[i + 3], w[i + 3]);
+        S256_ROUND(e, f, g, k, a, b, c, d, K256[i + 4], w[i + 4]);
+        S256_ROUND(d, e, f, g, k, a, b, c, K256[i + 5], w[i + 5]);
+        S256_ROUND(c, d, e, f, g, k, a, b, K256[i + 6], w[i + 6]);
+        S256_ROUND(b, c, d, e, f, g, k, a, K256[i + 7], w[i + 7]);
+    }
+    for (unsigned i = 16; i < 64; i += 8) {
+        S256_ROUND(a, b, c, d, e, f, g, k, K256[i], S256_SCHED(i));
+        S256_ROUND(k, a, b, c, d, e, f, g, K256[i + 1], S256_SCHED(i + 1));
+        S256_ROUND(g, k, a, b, c, d, e, f, K256[i + 2], S256_SCHED(i + 2));
+        S256_ROUND(f, g, k, a, b, c, d, e, K256[i + 3], S256_SCHED(i + 3));
+        S256_ROUND(e, f, g, k, a, b, c, d, K256[i + 4], S256_SCHED(i + 4));
+        S256_ROUND(d, e, f, g, k, a, b, c, K256[i + 5], S256_SCHED(i + 5));
+        S256_ROUND(c, d, e, f, g, k, a, b, K256[i + 6], S256_SCHED(i + 6));
+        S256_ROUND(b, c, d, e, f, g, k, a, K256[i + 7], S256_SCHED(i + 7));
     }
     h[0] += a;
     h[1] += b;
