@@ -152,6 +152,7 @@ typedef struct {
 
 static ept ept_at(uint32_t slot) { return (ept){SL(slot), SL(slot + 1), SL(slot + 2), SL(slot + 3)}; }
 
+#if !ECC_CARD
 /* o = p + q (add-2008-hwcd-3, k = 2d); o may be p or q. T3 only when with_t. */
 static void ed_add(ept o, ept p, ept q, int with_t)
 {
@@ -177,6 +178,7 @@ static void ed_add(ept o, ept p, ept q, int with_t)
         fe_mul(o.t, t4, t1);        /* T3 = E H */
     fe_mul(o.z, t0, t3);            /* Z3 = F G */
 }
+#endif
 
 /* p = 2 p (dbl-2008-hwcd, a = -1). T3 only when with_t (doubling does not read T). */
 static void ed_dbl(ept p, int with_t)
@@ -201,6 +203,7 @@ static void ed_dbl(ept p, int with_t)
     fe_mul(p.z, t2, t0);            /* Z3 = F G */
 }
 
+#if !ECC_CARD
 /* T[i] = i P (i = 0..15) into tab, P = (px, py) affine in Montgomery form. */
 static void ed_table(uint32_t *tab, fe_t px, fe_t py)
 {
@@ -233,7 +236,11 @@ static void base_table(void)
     ed_table(fe_table, SL(S_V0), SL(S_V1));
 }
 
+#endif
+
+#if !ECC_CARD
 static uint32_t window(const uint32_t k[8], uint32_t w) { return (k[w / 8u] >> (4u * (w % 8u))) & 15u; }
+#endif
 
 /* o = p + q for q = (y + x, y - x, 2 d x y) in q.x, q.y, q.z (madd-2008-hwcd-3, Z2 = 1);
  * o may be p. T3 only when with_t. */
@@ -299,6 +306,7 @@ static void ed_encode(uint8_t out[32], ept p)
     out[31] |= (uint8_t)((xb[0] & 1u) << 7);
 }
 
+#if !ECC_CARD
 /* A public encoded point (RFC 8032 5.1.3) into slots (affine x, y; Montgomery form);
  * 0, or ECC_ERR_ENCODING (y >= p, or x = 0 with the sign bit set) or ECC_ERR_POINT
  * (no square root: not on the curve). */
@@ -342,6 +350,7 @@ static int ed_decode(const uint8_t in[32], fe_t px, fe_t py)
         fe_sub(px, SL(S_ZERO), px);
     return fe_errors();
 }
+#endif
 
 /* The 64-byte little-endian hash h modulo L into slot r (normal form), with L the
  * modulus: the pieces h_i < 2^128 < L times 2^(128 i) R mod L, added. */
@@ -429,6 +438,7 @@ int ed25519_sign(const uint8_t seed[32], const uint8_t *msg, uint32_t len, uint8
     return fe_errors();
 }
 
+#if !ECC_CARD
 int ed25519_verify(const uint8_t pub[32], const uint8_t *msg, uint32_t len, const uint8_t sig[64])
 {
     uint32_t s[8], k[8];
@@ -481,3 +491,4 @@ int ed25519_verify(const uint8_t pub[32], const uint8_t *msg, uint32_t len, cons
         return err;
     return memcmp(chk, sig, 32) == 0 ? ECC_OK : ECC_ERR_SIGNATURE;
 }
+#endif

@@ -126,11 +126,15 @@ static inline void fe_add(fe_t r, fe_t a, fe_t b) { fe_op(PKA_MODADD, r, a, b); 
 /* r = a - b mod N */
 static inline void fe_sub(fe_t r, fe_t a, fe_t b) { fe_op(PKA_MODSUB, r, a, b); }
 
-/* 0, or the first PKA error flag raised since fe_init or the last call (pkp_errors). */
+/* 0, or the first PKA error flag raised since fe_init or the last call (pkp_errors);
+ * every flag is cleared, PROCENDF too, so that an interrupt-driven PKA driver used
+ * next (pka.c, the card's RSA) does not take a stale completion for its own. */
 static inline int fe_errors(void)
 {
     fe_wait();
-    return pkp_errors();
+    int rc = pkp_errors();
+    PKA_CLRFR = PKA_SR_FLAGS;
+    return rc;
 }
 #endif
 
@@ -191,8 +195,16 @@ void fe_pow(fe_t r, fe_t a, const uint32_t e[FE_WORDS], fe_t one, fe_t tab);
  * public scalars). fe_table_store saves consecutive slots from src as entry idx.
  * Two tables (verification) fill FE_TABLE_WORDS.
  */
+#ifndef ECC_CARD
+#define ECC_CARD 0
+#endif
 #define FE_TABLE_ENTRIES 16u
+#if ECC_CARD
+/* The card (images/card.c) verifies nothing: one table of P-256 points (ECDH). */
+#define FE_TABLE_WORDS   (FE_TABLE_ENTRIES * 24u)
+#else
 #define FE_TABLE_WORDS   (2u * FE_TABLE_ENTRIES * 32u)
+#endif
 extern uint32_t fe_table[FE_TABLE_WORDS];
 void fe_table_store(uint32_t *tab, uint32_t words, uint32_t idx, fe_t src);
 void fe_table_select(const uint32_t *tab, uint32_t words, uint32_t idx, fe_t dst);

@@ -189,6 +189,7 @@ static pt mul_base_ct(const uint32_t k[8])
     return cur;
 }
 
+#if !ECC_CARD
 /* u1 G + u2 Q for public u1, u2 (Straus: shared doublings, windows of 4 bits), Q the
  * affine point (qx, qy). */
 static pt mul2_public(const uint32_t u1[8], const uint32_t u2[8], fe_t qx, fe_t qy)
@@ -228,6 +229,8 @@ static pt mul2_public(const uint32_t u1[8], const uint32_t u2[8], fe_t qx, fe_t 
     }
     return cur;
 }
+
+#endif
 
 /* The affine coordinates of p, in normal form, into x and y (8 words each); returns
  * the all-ones mask when p is the point at infinity (Z = 0), zero otherwise. */
@@ -426,6 +429,7 @@ int p256_sign(const uint8_t d_be[32], const uint8_t h_be[32], uint8_t sig[64])
     return ECC_OK;
 }
 
+#if !ECC_CARD
 int p256_verify(const uint8_t pub[65], const uint8_t h_be[32], const uint8_t sig[64])
 {
     uint32_t e[8], r[8], s[8], u1[8], u2[8], x[8], y[8];
@@ -465,3 +469,4 @@ int p256_verify(const uint8_t pub[65], const uint8_t h_be[32], const uint8_t sig
             return ECC_ERR_SIGNATURE;
     return ECC_OK;
 }
+#endif
