@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, x25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
-from pkasim.cli.main import main
 from pkasim.chip.config import load_config
+from pkasim.cli.main import main
 from pkasim.core.machine import Machine
 from pkasim.usb.openpgp import OID_CV25519, OID_ED25519, OID_P256, OpenPgpHost, public_bytes
 from pkasim.usb.session import CardError, CardSession

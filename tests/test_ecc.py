@@ -22,8 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, x25519
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
 
 from pkasim.chip.config import load_config
-from pkasim.ecc.image import (ERR_ENCODING, ERR_INFINITY, ERR_KEY, ERR_POINT, ERR_RANGE, ERR_SIGNATURE, ERR_ZERO,
-                              EccImage, Op)
+from pkasim.ecc.image import ERR_ENCODING, ERR_INFINITY, ERR_KEY, ERR_POINT, ERR_RANGE, ERR_SIGNATURE, ERR_ZERO, EccImage, Op
 
 N = 100  # random keys and messages per operation on the PKA image
 N_SOFT = 3  # ... on the software image (each operation is 20-40 M cycles there)

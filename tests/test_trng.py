@@ -17,7 +17,7 @@ from pkasim.base.clock import Clock
 from pkasim.base.errors import ConfigError
 from pkasim.chip.config import load_config
 from pkasim.ecc.image import ERR_TRNG, EccImage, Op
-from pkasim.peripherals.trng import (CR_EN, CR_IE, CR_RESEED, SR_BUSY, SR_DRDY, SR_HTF, SR_HTFI, Reg, Trng)
+from pkasim.peripherals.trng import CR_EN, CR_IE, CR_RESEED, SR_BUSY, SR_DRDY, SR_HTF, SR_HTFI, Reg, Trng
 
 
 class Counter:
@@ -201,7 +201,7 @@ def test_run_seed_option_changes_the_stream(tmp_path, repo, elf):
     for seed in ("1", "2", "1"):
         out = tmp_path / f"out{len(outs)}.bin"
         subprocess.run([sys.executable, "-m", "pkasim", "run", str(elf("ecc")), "-q", "--seed", seed,
-                        "--load", f"ecc_op={op}", "--load", f"ecc_check={check}", "--dump", f"ecc_out={out}"], check=True, cwd=repo,
-                       capture_output=True)
+                        "--load", f"ecc_op={op}", "--load", f"ecc_check={check}", "--dump", f"ecc_out={out}"],
+                       check=True, cwd=repo, capture_output=True)
         outs.append(out.read_bytes()[:64])
     assert outs[0] == outs[2] != outs[1]
