@@ -12,6 +12,8 @@
 #include "cmsis_min.h"
 #include "semihost.h"
 
+static volatile uint32_t count = 100;    /* volatile: computed at run time, not by the compiler */
+
 static uint32_t sum_of_squares(uint32_t n)
 {
     uint32_t sum = 0;
@@ -26,7 +28,7 @@ int main(void)
     SYST_CVR = 0;
     SYST_CSR = SYST_CSR_ENABLE | SYST_CSR_CLKSOURCE; /* core clock, no interrupt */
     uint32_t start = SYST_CVR;
-    uint32_t sum = sum_of_squares(100);
+    uint32_t sum = sum_of_squares(count);
     uint32_t cycles = (start - SYST_CVR) & 0x00FFFFFFu;
 
     sh_puts("hello from a pkasim project: sum of squares 1..100 = ");
