@@ -42,12 +42,13 @@ def symbol_file(text: str) -> tuple[str, str]:
     return sym, path
 
 
-CONFIG_HELP = "chip file (YAML) or bundled chip name (`pkasim configs` lists them); default: %(default)s"
+CONFIG_HELP = f"chip file (YAML) or bundled chip name (`pkasim configs` lists them); default: {DEFAULT_CHIP}"
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
-    """--config: a chip file or a bundled chip's name, the bundled default chip by name."""
-    parser.add_argument("--config", default=DEFAULT_CHIP, help=CONFIG_HELP)
+    """--config: a chip file or a bundled chip's name. Left out, the bundled default chip
+    (by its file, so that no file named like it in the working directory stands in)."""
+    parser.add_argument("--config", default=None, help=CONFIG_HELP)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

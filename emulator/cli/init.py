@@ -28,7 +28,7 @@ HELP = "start a firmware project: C sources, linker script and a Makefile (zig c
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help=HELP)
     p.add_argument("dir", metavar="DIR", help="the project folder to create (new, or empty)")
-    p.add_argument("--config", default=DEFAULT_CHIP, help=CONFIG_HELP.replace("chip file", "the project's chip: file"))
+    p.add_argument("--config", default=None, help=CONFIG_HELP.replace("chip file", "the project's chip: file"))
 
 
 def project_files() -> dict[str, Path]:
@@ -47,8 +47,8 @@ def project_files() -> dict[str, Path]:
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
-    chip = args.config
-    if chip != DEFAULT_CHIP:
+    chip = args.config or DEFAULT_CHIP
+    if args.config is not None:
         chip_path = resources.resolve_chip(chip)
         from pkasim.chip.config import load_config
 
