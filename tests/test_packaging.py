@@ -6,6 +6,7 @@ missing. The wheel itself is built and installed by tests/test_wheel.py."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -303,3 +304,15 @@ def test_init_checks_its_chip_before_writing_anything(tmp_path, capsys) -> None:
     code = run(["init", tmp_path / "p", "--config", bad])
     one_error_line(capsys.readouterr().err, code, EXIT_CONFIG, "muls_cycles")
     assert not (tmp_path / "p").exists()
+
+
+# --------------------------------------------------------------------------- building
+
+def test_a_build_without_a_c_compiler_stops_with_one_line_saying_what_to_install(repo, tmp_path) -> None:
+    env = {**os.environ, "CC": str(tmp_path / "no-such-cc")}
+    done = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-temp", str(tmp_path / "t"),
+                           "--build-lib", str(tmp_path / "l")], cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if "cannot build its native cycle hook" in line]
+    assert len(lines) == 1 and "install gcc or clang" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
