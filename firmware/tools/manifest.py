@@ -6,7 +6,7 @@ the SHA-256 of each, and of every source file they were built from.
 
 `make` (firmware/Makefile) writes BUILD/manifest.json after linking. setup.py checks
 it before it puts the images into a wheel: the images must be the pinned zig clang's
-(byte-reproducible, so the cycle baselines hold on every machine) and every source
+(the same code bytes on every machine, so the cycle baselines hold) and every source
 must still have the hash it had when they were built. The sources are the whole
 firmware tree that goes into the images (the Makefile, link.ld, src/, images/ and the
 memory map generated from the chip file), so a change anywhere makes the images stale,
