@@ -86,6 +86,7 @@ class RunLoop:
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
+        self.hooked: list[tuple[int, int]] = []  # [begin, end) of the Python instruction hooks (Machine.on_instructions)
         self._counting = False  # Unicorn's instruction-count hook is installed (the last emu_start had count > 0)
         core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
 
@@ -606,11 +607,13 @@ class RunLoop:
     def _loop_verdict(self, start: int, end: int, until: int | None, key: int) -> None:
         """May the loop whose code is [start, end) be fast-forwarded (idle.c)? Once per
         loop: only loads, arithmetic, compares and branches, nothing a debugger
-        watches. The answer goes to the native table under ``key`` (start for a loop of
-        one block, start | 1 for several) and ``end``; the run goes on at ``start``."""
+        watches (a breakpoint, a read watchpoint, or an instruction hook, which must see
+        every instruction: time travel's replays stop on one). The answer goes to the
+        native table under ``key`` (start for a loop of one block, start | 1 for
+        several) and ``end``; the run goes on at ``start``."""
         s = self.core.state
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
-            and not self.watch.watches_reads
+            and not self.watch.watches_reads and not any(lo < end and start < hi for lo, hi in self.hooked)
         if ok:
             try:
                 ok = loop_can_idle(self.bus.read_memory(start, end - start), start)

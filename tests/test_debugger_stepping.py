@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from stepping_util import loop_branch, starts_after
+from stepping_util import loop_branch, passes, starts_after
 
 from emulator.config import load_config
+from emulator.debugger.engine import Debugger
 from emulator.machine import Machine
 
 PKASIM = Path(sys.executable).with_name("pkasim")
@@ -102,3 +103,23 @@ def test_reverse_stepi_after_cycle_n_goes_back_exactly_one_instruction(elf, loop
     stops = scripted(elf("rsa_soft"), [f"cycle {target}", "reverse-stepi", "stepi"])
     want = [nxt[first], nxt[first - 1], nxt[first]]
     assert [s[1:] for s in stops] == [(a, c, k) for k, c, a in want]
+
+
+def test_reverse_stepi_after_an_interrupt_in_a_fast_forwarded_loop_goes_back_one_iteration(elf):
+    """spin.elf's `while (1);` is fast-forwarded (idle.c) between SysTick ticks; the
+    user's Ctrl-C ends the run between slices, inside it. Going back re-executes the
+    last slice with an instruction hook, which no fast-forward may skip."""
+    m = fresh(elf("spin"))
+    d = Debugger(m, interval_cycles=10_000)
+    d.interrupted = lambda: True
+    assert d.execute("continue")[0] == "Interrupted"
+    stop = state(m)
+    back = d.execute("reverse-stepi")
+    assert not back[0].startswith("error"), back
+    assert m.instructions == stop["position"][0] - 1
+    previous = state(m)
+    ref = fresh(elf("spin"))
+    n, cycle, registers = passes(ref, previous["registers"]["pc"], stop["position"][1])[-1]
+    assert ((n, cycle), registers) == (previous["position"], previous["registers"])
+    d.execute("stepi")
+    assert not differences(state(m), stop)

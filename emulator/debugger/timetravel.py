@@ -14,10 +14,12 @@ A target inside a run (the instruction before the current one, a breakpoint hit
 found while searching backwards) is reached by re-executing that run at full speed
 to a block boundary a little before it (a budget stop, which changes nothing the
 core does) and then with a code hook that stops before the wanted instruction
-number: the state is exactly the one the run passed through. Breakpoints are lifted
-while re-executing (a stop at one would split a block); a backward search sees them
-through hooks that note each pass without stopping. A replay that does not land on
-its recorded position raises ``TimeTravelError``: never a silently wrong state.
+number (no idle loop is fast-forwarded and no WFI sleeps natively under it, so it
+sees every instruction): the state is exactly the one the run passed through.
+Breakpoints are lifted while re-executing (a stop at one would split a block); a
+backward search sees them through hooks that note each pass without stopping. A
+replay that does not land on its recorded position raises ``TimeTravelError``:
+never a silently wrong state.
 
 Forward execution through ``step()`` and ``run()`` takes a snapshot when
 ``interval_cycles`` have passed since the previous one (runs are cut into slices of
@@ -114,17 +116,13 @@ class _InsnStop:
             if number == self.n:
                 loop._on_breakpoint(address)
 
-        # The native WFI hooks sleep before a code hook sees the WFI: lift them, as a
-        # breakpoint does (the Python path sleeps for the same cycles).
-        self.wfis, self.machine._wfis = self.machine._wfis, set()
-        self.machine._place_wfi_hooks()
+        # The hook covers all code: no WFI sleeps natively and no loop is fast-forwarded
+        # meanwhile (Machine.on_instructions), so the hook sees every instruction.
         self.handle = self.machine.on_instructions(0, 0xFFFFFFFF, hook)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.machine.remove_instruction_hook(self.handle)
-        self.machine._wfis = self.wfis
-        self.machine._place_wfi_hooks()
         self.machine.core.flush_translations()  # translate again without the hook
 
 
