@@ -3,7 +3,7 @@ step goes through, and what a fresh run does from a stop (never stepping)."""
 
 from __future__ import annotations
 
-from emulator.machine import Machine
+from pkasim.core.machine import Machine
 
 
 def loop_branch(m: Machine) -> int:

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stepping_util import loop_branch, passes, starts_after
 
-from emulator.config import load_config
-from emulator.debugger.engine import Debugger
-from emulator.machine import Machine
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine
+from pkasim.debugger.engine import Debugger
 
 PKASIM = Path(sys.executable).with_name("pkasim")
 WFI, WFE = 0xBF30, 0xBF20
