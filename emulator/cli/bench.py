@@ -12,11 +12,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pkasim.base.errors import LoadError, UsageError
-from pkasim.chip.config import DEFAULT_CONFIG, load_config
+from pkasim.base import resources
+from pkasim.base.errors import UsageError
+from pkasim.chip.config import DEFAULT_CHIP, DEFAULT_CONFIG, load_config
 from pkasim.ecc.bench import ECC_JOBS, PUBLISHED_M0, EccJob, EccJobResult, ecc_ratios, run_ecc_job
 from pkasim.rsa.bench import BUILD_DIR, JOBS, ConfigResult, JobResult, ratios, run_job, to_json
 
+HELP = "RSA-2048 vs RSA-4096 (xRSA) vs software, and the ECC operations, on one or more chips"
 ALL_JOBS = (*JOBS, *ECC_JOBS)
 
 RATIO_TEXT = {
@@ -34,10 +36,31 @@ RATIO_TEXT = {
 }
 for _job in ECC_JOBS:
     if _job.engine == "pka":
+        _name = _job.label.rsplit(",", 1)[0]
+        RATIO_TEXT[f"{_job.key}_software_vs_pka"] = f"{_name}: software vs PKA"
+        if _job.key in PUBLISHED_M0:
+            RATIO_TEXT[f"{_job.key}_published_m0_vs_pka"] = f"{_name}: {PUBLISHED_M0[_job.key][1]} vs this PKA"
+for _job in ECC_JOBS:
+    if _job.engine == "pka":
         RATIO_TEXT[f"{_job.key}_software_vs_pka"] = f"{_job.label.rsplit(',', 1)[0]}: software vs PKA"
         if _job.key in PUBLISHED_M0:
             RATIO_TEXT[f"{_job.key}_published_m0_vs_pka"] = (f"{_job.label.rsplit(',', 1)[0]}: {PUBLISHED_M0[_job.key][1]}"
                                                               " vs this PKA")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help=HELP)
+    p.add_argument("--config", action="append", default=[], metavar="CHIP",
+                   help=f"chip file or bundled chip name; repeat to compare chips side by side (default: {DEFAULT_CHIP})")
+    p.add_argument("--json", metavar="FILE", help="write every figure as JSON ('-' for stdout)")
+    p.add_argument("--plot", metavar="FILE", help="write a chart (.png or .svg; needs pkasim[plot])")
+    p.add_argument("--only", action="append", default=[], metavar="JOB",
+                   help="run only these jobs (repeatable): " + ", ".join(j.key for j in ALL_JOBS))
+    p.add_argument("--build-dir", default=None, help="where the firmware images are (default: the bundled images)")
+
+
+def main(args: argparse.Namespace, console: Console) -> int:
+    return run_bench(args, console)
 
 
 def run_bench(args: argparse.Namespace, console: Console) -> int:
@@ -50,9 +73,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     if unknown:
         raise UsageError(f"unknown job {', '.join(sorted(unknown))} (known: {', '.join(j.key for j in ALL_JOBS)})")
     build = Path(args.build_dir) if args.build_dir else BUILD_DIR
-    for job in jobs:
-        if not (build / job.image).exists():
-            raise LoadError(f"{build / job.image}: not built (run 'make firmware')")
+    for job in jobs:  # every image is there before the first job runs
+        resources.image(job.image, build if args.build_dir else None)
 
     results: list[ConfigResult] = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

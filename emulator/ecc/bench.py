@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, x25519
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
 
+from pkasim.base import resources
 from pkasim.base.errors import PkasimError
 from pkasim.base.kinds import Kind
 from pkasim.chip.config import ChipConfig
@@ -37,7 +38,7 @@ from pkasim.core.machine import Machine, StopReason
 from pkasim.core.observe import Event, ObservedImage, Observer
 from pkasim.ecc.image import Op
 
-BUILD_DIR = Path(__file__).resolve().parents[2] / "firmware" / "build"
+BUILD_DIR = resources.build_dir()  # the bundled images (firmware/build in a checkout)
 BUDGET_SECONDS = 100  # modeled seconds one job may take before it is called stuck
 CURVE_BITS = 256  # both curves: 256-bit field elements and scalars, for the efficiency column
 P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
@@ -194,7 +195,7 @@ def run_ecc_job(config: ChipConfig, job: EccJob, build_dir: Path = BUILD_DIR,
     """One operation of ``job`` on ``config``, measured and checked against
     ``cryptography``. ``attach`` adds observers (a profiler) to the timed run."""
     given = inputs(job.op)
-    path = build_dir / job.image
+    path = resources.image(job.image, None if build_dir == BUILD_DIR else build_dir)
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(path)
     for sym in ("ecc_op", "ecc_key", "ecc_out", "ecc_status", "ecc_dispatch"):
