@@ -146,9 +146,11 @@ def expand(sweep: Sweep) -> list[Point]:
     """The points in a fixed order: chip combinations outermost, then firmware, key
     size, key, message; then the curve jobs (one point each: their inputs are the
     bench's fixed ones, and the constant-time firmware takes the same cycles for any)."""
-    from pkasim.ecc.bench import ECC_JOBS
+    ecc = {}
+    if sweep.curve_jobs:
+        from pkasim.ecc.bench import ECC_JOBS
 
-    ecc = {j.key: j for j in ECC_JOBS}
+        ecc = {j.key: j for j in ECC_JOBS}
     points = []
     for chip in chips(sweep):
         for fw in sweep.firmware:
