@@ -401,8 +401,12 @@ class Machine:
     def debugger_attached(self, value: bool) -> None:
         self._loop.debugger_attached = value
 
-    def add_breakpoint(self, addr: int) -> None:
-        self._loop.add_breakpoint(addr)
+    def add_breakpoint(self, addr: int, condition: Callable[[int, int], bool] | None = None) -> None:
+        """Stop ``run()`` before the instruction at ``addr`` executes. With ``condition``,
+        only when ``condition(cycle, number)`` is true for that execution (the cycle it
+        starts at, its instruction number counted from load): a Python call per pass at
+        ``addr``. Resuming from the stop passes it once, as for any breakpoint."""
+        self._loop.add_breakpoint(addr, condition)
         self._place_wfi_hooks()
         self._loop.forget_loop_verdicts()
 
@@ -510,15 +514,10 @@ class Machine:
         instruction in [begin, end) executes: ``cycle`` is when it starts, the number
         counts from load. A Python call per instruction, so meant for bounded ranges
         (the Tarmac trace); returns a handle for ``remove_instruction_hook``."""
-        core, settler = self.core, self._loop._settler
+        core, position = self.core, self._loop.position
 
         def hook(uc: object, address: int, size: int, _: object) -> None:
-            cycle, insns = core.cycles, core.instructions
-            s = core.state
-            if s.cur_valid and s.cur_start <= address < s.cur_end:
-                cost, n = settler.cost_before(address)
-                cycle, insns = cycle + cost, insns + n
-            callback(address, size, cycle, insns)
+            callback(address, size, *position(address))
 
         handle = core.uc.hook_add(UC_HOOK_CODE, hook, begin=begin, end=max(begin, end - 1))
         core.flush_translations()  # hooks only reach code translated after them

@@ -74,7 +74,8 @@ class RunLoop:
         self.describe = describe
         self.reset = reset
         self.clock_hz = clock.hz
-        self._bps = Breakpoints(core, self._on_breakpoint)
+        self._settler = Settler(core)
+        self._bps = Breakpoints(core, self._on_breakpoint, self.position)
         self.watch = Watchpoints(core, self._on_watch)
         self.watch_after = True  # a watchpoint stops after the accessing instruction (else before it)
         self.last_watch: WatchHit | None = None  # the hit the last run() or step() stopped at or saw
@@ -82,7 +83,6 @@ class RunLoop:
         self._py_stop: tuple | None = None
         self._mem_fault: tuple[str, int] | None = None
         self._progress: Callable[[int], None] | None = None
-        self._settler = Settler(core)
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
@@ -501,8 +501,19 @@ class RunLoop:
     def breakpoints(self) -> set[int]:
         return self._bps.addresses
 
-    def add_breakpoint(self, addr: int) -> None:
-        self._bps.add(addr)
+    def add_breakpoint(self, addr: int, condition: Callable[[int, int], bool] | None = None) -> None:
+        self._bps.add(addr, condition)
+
+    def position(self, address: int) -> tuple[int, int]:
+        """(cycle, instruction number) of the instruction at ``address`` about to execute,
+        from a code hook: the committed counts plus the part of the current block before it."""
+        core = self.core
+        cycle, insns = core.cycles, core.instructions
+        s = core.state
+        if s.cur_valid and s.cur_start <= address < s.cur_end:
+            cost, n = self._settler.cost_before(address)
+            cycle, insns = cycle + cost, insns + n
+        return cycle, insns
 
     def remove_breakpoint(self, addr: int) -> None:
         self._bps.remove(addr)
