@@ -34,9 +34,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from emulator.machine import Machine, StopReason
-from emulator.rsakey import RsaKey as Key
-from emulator.rsakey import probably_prime
+from pkasim.core.machine import Machine, StopReason
+from pkasim.rsa.rsakey import RsaKey as Key
+from pkasim.rsa.rsakey import probably_prime
 
 FULL = os.environ.get("PKASIM_FULL") == "1"
 KEYS_2048 = 20
@@ -49,7 +49,7 @@ MONTMUL, EXP_MOD, MOD_WIDE, RR, MUL, MUL_HLP, MUL_HLP_C, MONT_INIT, MUL_HLP_LL =
 SIZES_SMALL = (128, 192, 256, 320, 384, 512)
 
 
-# --------------------------------------------------------------------------- keys (emulator.rsakey.RsaKey)
+# --------------------------------------------------------------------------- keys (pkasim.rsa.rsakey.RsaKey)
 
 @functools.cache
 def keys(nbits: int, count: int) -> tuple[Key, ...]:

@@ -19,7 +19,7 @@ import hashlib
 import random
 from typing import Any
 
-from ..rsakey import RsaKey, probably_prime
+from pkasim.rsa.rsakey import RsaKey, probably_prime
 
 E = 65537
 def _prime(bits: int, rng: random.Random) -> int:
