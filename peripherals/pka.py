@@ -364,7 +364,7 @@ class Pka(Peripheral):
         self.state.montmul_cycles = ctypes.addressof(self._montmul_cycles)
         self.regs = _Regs(self.state)
         self._native = None  # the fast path's library, once a machine attaches it
-        self.fault: StartFault | None = None  # armed by arm_fault(); cleared when it fires
+        self.faults: tuple[StartFault, ...] = ()  # armed by arm_fault(); each leaves when it fires
         self._event: Event | None = None
         self._pending: _Pending | None = None
         self.reset()
@@ -433,21 +433,24 @@ class Pka(Peripheral):
         self._counting_since = self.clock.now
 
     # ------------------------------------------------------------- fault injection
-    def arm_fault(self, fault: StartFault | None) -> None:
-        """Arm (or with None, disarm) a fault on the START accepted at ``fault.at``.
-        While armed every START is served here, not by the native fast path (RAM
-        and register accesses stay native); the fault disarms itself when it fires,
-        so ``self.fault is None`` afterwards says it did."""
-        self.fault = fault
-        self.state.py_starts = int(fault is not None)
+    def arm_fault(self, *faults: StartFault) -> None:
+        """Arm faults on the STARTs accepted at each ``fault.at`` (none: disarm all).
+        While one is armed every START is served here, not by the native fast path
+        (RAM and register accesses stay native); each fault disarms itself when it
+        fires, so an empty ``self.faults`` afterwards says they all did."""
+        self.faults = tuple(faults)
+        self.state.py_starts = int(bool(faults))
 
     def _fault_now(self) -> StartFault | None:
-        """The armed fault if this START is its one (it is disarmed then)."""
-        fault = self.fault
-        if fault is None or self.clock.now != fault.at:
+        """The armed fault for this START, if any (it is disarmed then)."""
+        if not self.faults:
             return None
-        self.arm_fault(None)
-        return fault
+        now = self.clock.now
+        for i, fault in enumerate(self.faults):
+            if fault.at == now:
+                self.arm_fault(*self.faults[:i], *self.faults[i + 1:])
+                return fault
+        return None
 
     # ------------------------------------------------------------- the shared record
     @property

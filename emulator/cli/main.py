@@ -17,13 +17,14 @@ from typing import IO
 from rich.console import Console
 
 from pkasim.base.errors import EXIT_INTERNAL, EXIT_IO, EXIT_OS, EXIT_USAGE, OutputError, PkasimError, UsageError
-from pkasim.cli import apdu, card, ctcheck, debug, diff, gdbserver, profile, regress, sign, sweep, usb
+from pkasim.cli import apdu, card, ctcheck, debug, diff, faults, gdbserver, profile, regress, sign, sweep, usb
 from pkasim.cli.common import Guarded, add_run_options, run_firmware, write_text
 from pkasim.cli.report import abnormal_exit, exit_code_for, print_summary, to_json
 from pkasim.cli.traces import Traces, add_trace_options
 
 COMMANDS = {"profile": profile, "diff": diff, "regress": regress, "sweep": sweep, "debug": debug,
-            "gdbserver": gdbserver, "usb": usb, "sign": sign, "apdu": apdu, "card": card, "ct-check": ctcheck}
+            "gdbserver": gdbserver, "usb": usb, "sign": sign, "apdu": apdu, "card": card, "ct-check": ctcheck,
+            "faults": faults}
 
 
 class _Parser(argparse.ArgumentParser):

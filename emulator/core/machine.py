@@ -285,6 +285,19 @@ class Machine:
         core.wr(A.UC_ARM_REG_SP, sp)
         return self.cycles - before
 
+    def skip(self, count: int = 1) -> None:
+        """Do not execute the ``count`` instructions at PC (in memory order): PC moves
+        past them and each counts as one instruction of one cycle, the NOP that an
+        instruction-skip fault makes of it (docs/faults.md). Between runs only."""
+        pc = self.pc
+        for _ in range(count):
+            hw = int.from_bytes(self.read_memory(pc, 2), "little")
+            pc += 4 if hw >> 11 >= 0x1D else 2
+        self.set_reg("pc", pc)
+        s = self.core.state
+        s.cycles += count
+        s.insns += count
+
     def _resolve(self, where: int | str) -> int:
         if isinstance(where, int):
             return where & ~1
@@ -408,12 +421,12 @@ class Machine:
         ``addr``. Resuming from the stop passes it once, as for any breakpoint."""
         self._loop.add_breakpoint(addr, condition)
         self._place_wfi_hooks()
-        self._loop.forget_loop_verdicts()
+        self._loop.forget_loop_verdicts(within=[(addr & ~1, (addr & ~1) + 2)])
 
     def remove_breakpoint(self, addr: int) -> None:
         self._loop.remove_breakpoint(addr)
         self._place_wfi_hooks()
-        self._loop.forget_loop_verdicts()
+        self._loop.forget_loop_verdicts(within=[(addr & ~1, (addr & ~1) + 2)])
 
     def add_watchpoint(self, where: int | str, size: int | None = None, kind: str = "write") -> Watchpoint:
         """Stop ``run()`` at the instruction that writes (``kind="write"``), reads

@@ -623,15 +623,21 @@ class RunLoop:
         if len(self._loops) < native.VERDICTS:
             self._loops[(key, end)] = start
 
-    def forget_loop_verdicts(self, until: int | None = None) -> None:
+    def forget_loop_verdicts(self, until: int | None = None, within: list[tuple[int, int]] | None = None) -> None:
         """Code, breakpoints or the run's 'until' changed: decide every loop again.
         The loops seen so far are decided now, from their code as it is now (the
         decision on the code itself is remembered, cycles.loop_can_idle), so the run
-        need not stop at each of them to ask again."""
+        need not stop at each of them to ask again. With ``within`` (address ranges
+        [lo, hi) where code or breakpoints changed), only the loops that overlap them."""
         s = self.core.state
+        s.loop_start = 0xFFFFFFFF
+        if within is not None:
+            for (key, end), start in list(self._loops.items()):
+                if any(start < hi and lo < end for lo, hi in within):
+                    self._loop_verdict(start, end, until, key)
+            return
         ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
         ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
-        s.loop_start = 0xFFFFFFFF
         for (key, end), start in list(self._loops.items()):
             self._loop_verdict(start, end, until, key)
 
