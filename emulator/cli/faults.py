@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -166,7 +167,7 @@ def _campaign(args: argparse.Namespace, console: Console) -> int:
     from pkasim.analysis.faults.db import CampaignDB
 
     setup = _setup(args)
-    say = (lambda text: None) if args.quiet else (lambda text: console.print(text, highlight=False, soft_wrap=True))
+    say = (lambda text: None) if args.quiet else (lambda text: console.print(text, highlight=False, soft_wrap=True, markup=False))
     t0 = time.perf_counter()
     golden, space, _ = cp.prepared(setup)
     plan = cp.plan(len(space), args.order, args.sample, args.seed)
@@ -177,7 +178,7 @@ def _campaign(args: argparse.Namespace, console: Console) -> int:
     per_model = ", ".join(f"{m} {n:,}" for m, n in space.by_model().items())
     if args.order == 2:
         console.print(f"order 2: {len(space):,} single faults ({per_model}) make {plan.size:,} pairs"
-                      + (f"; {plan.count():,} sampled" if args.sample else ""), highlight=False)
+                      + (f"; {plan.count():,} sampled" if args.sample else ""), highlight=False, markup=False)
     else:
         say(f"fault space: {len(space):,} ({per_model})" + (f"; {plan.count():,} sampled" if args.sample else ""))
     db = CampaignDB(args.db or default_db())
@@ -350,7 +351,7 @@ def _print(console: Console, setup: Any, summary: Any, args: argparse.Namespace,
         t.add_column(o, justify="right", style="bold red" if o == "exploitable" else None)
     t.add_column("total", justify="right")
     for model, counts in sorted(summary.by_model.items()):
-        t.add_row(model, *[f"{counts[o]:,}" for o in shown], f"{sum(counts.values()):,}")
+        t.add_row(escape(model), *[f"{counts[o]:,}" for o in shown], f"{sum(counts.values()):,}")
     if len(summary.by_model) > 1:
         t.add_row("all", *[f"{summary.outcomes[o]:,}" for o in shown], f"{sum(summary.outcomes.values()):,}")
     console.print(t)
@@ -363,8 +364,8 @@ def _print(console: Console, setup: Any, summary: Any, args: argparse.Namespace,
         for e in hot:
             src = f"{e['file']}:{e['line']}" if e["file"] else "(no line info)"
             total = sum(e["outcomes"].values())
-            h.add_row(f"{e['outcomes']['exploitable']:,}", f"{total:,}", src, e["function"] or "",
-                      f"{e['pc']:08x}  {e['instruction']}" if e["pc"] is not None else e["instruction"])
+            h.add_row(f"{e['outcomes']['exploitable']:,}", f"{total:,}", escape(src), escape(e["function"] or ""),
+                      escape(f"{e['pc']:08x}  {e['instruction']}" if e["pc"] is not None else e["instruction"]))
         console.print(h)
     if summary.unreached:
         console.print(f"{summary.unreached:,} pair(s) whose second fault was never reached (the first changed the path)")
@@ -417,7 +418,7 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
     m = golden.machine
     console.print(f"{what}; stopped just after the injection at {m.describe(m.pc)}, cycle {m.cycles:,}"
                   + ("; the patched instruction stays patched in this session" if injs[0].model == "instr-flip" else ""),
-                  highlight=False, soft_wrap=True)
+                  highlight=False, soft_wrap=True, markup=False)
     if args.gdbserver:
         return _replay_gdb(args, console, m)
     from pkasim.cli.debug import make_debugger, run_script
@@ -454,7 +455,7 @@ def _replay_gdb(args: argparse.Namespace, console: Console, m: Any) -> int:
     try:
         target = Target(m, interval_cycles=1_000_000)
         host, port = srv.getsockname()[:2]
-        console.print(f"pkasim gdbserver: listening on {host}:{port}", highlight=False)
+        console.print(f"pkasim gdbserver: listening on {host}:{port}", highlight=False, markup=False)
         serve(srv, target, lambda text: console.print(f"pkasim gdbserver: {text}", highlight=False, markup=False))
     finally:
         srv.close()
@@ -488,7 +489,8 @@ def _replay_tarmac(args: argparse.Namespace, console: Console, golden: Any, inje
                     raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
                 injector._cleanup()
             paths.append(path)
-    console.print(f"{what}; traces from the injection on: {paths[0]} and {paths[1]}", highlight=False, soft_wrap=True)
+    console.print(f"{what}; traces from the injection on: {paths[0]} and {paths[1]}", highlight=False, soft_wrap=True,
+                  markup=False)
     return 0
 
 

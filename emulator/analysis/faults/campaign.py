@@ -36,9 +36,9 @@ MAX_SAMPLE = 100_000_000  # faults one campaign runs, at most
 class Space:
     """The first-order faults of a golden run's window, in point order."""
 
-    def __init__(self, golden: Golden) -> None:
+    def __init__(self, golden: Golden, names: tuple[str, ...] | None = None) -> None:
         self.g = golden
-        names = golden.models
+        names = golden.models if names is None else names
         self.names = names
         starts, models, where = array("Q"), array("H"), array("I")
         total = 0
@@ -166,21 +166,29 @@ class Chunk:
     indices: tuple[int, ...]
 
 
-_PREPARED: dict[str, tuple[Golden, Space, Injector]] = {}
+_PREPARED: dict[str, tuple[Golden, Injector, dict[tuple[str, ...], Space]]] = {}
 
 
 def prepared(setup: Setup) -> tuple[Golden, Space, Injector]:
-    """The golden run, space and injector of a setup, built once per process."""
-    key = f"{setup.setup_key}/{setup.window}/{','.join(setup.models)}"
+    """The golden run, space and injector of a setup, built once per process (the
+    golden run once per window, whatever the models)."""
+    from pkasim.analysis.faults.models import parse_models
+
+    key = f"{setup.setup_key}/{setup.window}"
     got = _PREPARED.get(key)
     if got is None:
         for old in _PREPARED.values():
-            old[2].close()
+            old[1].close()
         _PREPARED.clear()
         with quiet_guest():
             golden = Golden(setup)
-        got = _PREPARED[key] = (golden, Space(golden), Injector(golden))
-    return got
+        got = _PREPARED[key] = (golden, Injector(golden), {})
+    golden, injector, spaces = got
+    models = parse_models(list(setup.models))
+    space = spaces.get(models)
+    if space is None:
+        space = spaces[models] = Space(golden, models)
+    return golden, space, injector
 
 
 @contextmanager

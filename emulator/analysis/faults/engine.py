@@ -404,6 +404,8 @@ class Injector:
         self._patches: list[tuple[int, bytes]] = []
         self._detected = False
         self._second_reached = True
+        self._last: tuple | None = None  # the target of the previous fault
+        self._at: tuple[tuple, Snapshot] | None = None  # the machine at a target several faults share
 
     # ------------------------------------------------------------------ breakpoints
     def _watch(self, pc: int, stop: _Stop) -> None:
@@ -593,7 +595,12 @@ class Injector:
         the instruction that starts the START's block). The faults, sorted."""
         g = self.g
         injs = tuple(sorted(injs, key=lambda i: (self.target(i)[2], self.target(i)[0])))
-        self._restore(g.snapshots[min(self._snapshot_index(i) for i in injs)])
+        first = self.target(injs[0])
+        cached = self._at is not None and self._at[0] == first and len(injs) == 1
+        if cached:
+            self._restore(self._at[1])  # the machine at this target, kept from the previous fault here
+        else:
+            self._restore(g.snapshots[min(self._snapshot_index(i) for i in injs)])
         self._detected = False
         self._second_reached = True
         pka = [i for i in injs if i.when == PKA]
@@ -614,6 +621,10 @@ class Injector:
                                       f"{g.image.describe(at)}")
                 self._second_reached = False
                 break
+            if inj is injs[0] and len(injs) == 1 and not cached:
+                if self._last == first:  # a second fault here: keep the machine at this point for the next ones
+                    self._at = (first, g._take())
+                self._last = first
             self.inject(inj)
         return injs
 
