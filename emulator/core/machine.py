@@ -77,6 +77,7 @@ class Machine:
                                   if isinstance(pc.irq, int)}
         self._wfi_hooks: dict[int, object] = {}
         self._wfis: set[int] = set()
+        self._traced: dict[object, tuple[int, int]] = {}  # instruction hooks' ranges: no native WFI hook there
         self._setup_cycle_model()
         self._setup_native_exceptions()
         self.bus.map()
@@ -160,9 +161,11 @@ class Machine:
 
     def _place_wfi_hooks(self) -> None:
         """A native hook on each WFI/WFE of the image sleeps without leaving the engine
-        (none where a breakpoint sits: the breakpoint must see the instruction)."""
+        (none where a breakpoint sits or an instruction hook looks: they must see the
+        instruction before it executes; the Python path sleeps for the same cycles)."""
         uc = self.core.uc
-        wanted = self._wfis - self._loop.breakpoints
+        wanted = {w for w in self._wfis - self._loop.breakpoints
+                  if not any(lo <= w < hi for lo, hi in self._traced.values())}
         for addr in set(self._wfi_hooks) - wanted:
             _ucmod.uclib.uc_hook_del(self.core.uch, ctypes.c_size_t(self._wfi_hooks.pop(addr)))  # a native hook
             uc.ctl_remove_cache(addr, addr + 2)
@@ -533,11 +536,15 @@ class Machine:
             callback(address, size, *position(address))
 
         handle = core.uc.hook_add(UC_HOOK_CODE, hook, begin=begin, end=max(begin, end - 1))
+        self._traced[handle] = (begin, max(begin + 1, end))
+        self._place_wfi_hooks()
         core.flush_translations()  # hooks only reach code translated after them
         return handle
 
     def remove_instruction_hook(self, handle: object) -> None:
         self.core.uc.hook_del(handle)
+        if self._traced.pop(handle, None) is not None:
+            self._place_wfi_hooks()
 
     def peripheral(self, name: str) -> Peripheral:
         return self.peripherals[name]
