@@ -326,3 +326,15 @@ def test_bad_input_gets_one_line_and_its_exit_code(capsys, tmp_path, elf, argv, 
 def test_missing_firmware_exits_66(capsys, tmp_path):
     got, _, err = faults(capsys, tmp_path, str(tmp_path / "none.elf"), "-m", "skip", "-o", "exit=0")
     assert got == 66 and len(err.strip().splitlines()) == 1
+
+
+def test_dask_cluster_gives_the_outcomes_of_one_process(capsys, tmp_path, elf):
+    distributed = pytest.importorskip("distributed")
+    base = (str(elf("verifypin")), "-m", "skip", "-o", "exit=0", "-q", "--fail-on", "never")
+    faults(capsys, tmp_path, *base, "--json", str(tmp_path / "one.json"))
+    (tmp_path / "faults.sqlite").unlink()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        faults(capsys, tmp_path, *base, "--scheduler", cluster.scheduler_address, "--json", str(tmp_path / "d.json"))
+    one, dask = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "d"))
+    assert [(f["key"], f["outcome"]) for f in one["faults"]] == [(f["key"], f["outcome"]) for f in dask["faults"]]
