@@ -22,9 +22,9 @@ setup(
     ext_modules=[
         Extension(
             "pkasim.native._cyclehook",
-            sources=["emulator/native/cyclehook.c", "emulator/native/codecache.c", "emulator/native/thumb.c",
-                     "emulator/native/excmodel.c", "emulator/native/idle.c", "emulator/native/observe.c",
-                     "emulator/native/cthash.c", "peripherals/pka_fast.c", "peripherals/systick_fast.c"],
+            sources=[f"emulator/native/{name}.c" for name in
+                     ("state", "cyclehook", "codecache", "thumb", "excmodel", "idle", "observe", "cthash")]
+            + ["peripherals/pka_fast.c", "peripherals/systick_fast.c"],
             include_dirs=["emulator/native"],
             depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",
                      "emulator/native/observe.h"],

@@ -548,13 +548,7 @@ def load_yaml(path: str | Path) -> Any:
     Raises InputMissingError if it cannot be read, ConfigError (with the line) if it
     breaks a bound or is not YAML."""
     source = str(path)
-    try:
-        data = read_bounded(path)
-    except FileNotFoundError:
-        raise InputMissingError(f"{source}: no such file") from None
-    except OSError as exc:
-        raise InputMissingError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    text = _decode(data, source, "a YAML input")
+    text = _read_text(path, "no such file", "cannot read", "a YAML input")
     try:
         _check_shape(text, source)
         return yaml.safe_load(text)
@@ -562,6 +556,18 @@ def load_yaml(path: str | Path) -> Any:
         raise _yaml_error(exc, text, source) from None
     except (ValueError, OverflowError) as exc:  # a timestamp or number Python will not convert
         raise ConfigError(f"{source}: cannot read a value: {exc}") from None
+
+
+def _read_text(path: str | Path, missing: str, unreadable: str, what: str = "a chip file") -> str:
+    """An input file's text, bounded and checked as UTF-8; one line when it cannot be read."""
+    source = str(path)
+    try:
+        data = read_bounded(path)
+    except FileNotFoundError:
+        raise InputMissingError(f"{source}: {missing}") from None
+    except OSError as exc:
+        raise InputMissingError(f"{source}: {unreadable}: {exc.strerror or exc}") from None
+    return _decode(data, source, what)
 
 
 def _decode(data: bytes, source: str, what: str = "a chip file") -> str:
@@ -580,13 +586,7 @@ def load_config(path: str | Path | None = None) -> ChipConfig:
     or InputMissingError when the file cannot be read at all."""
     path = Path(path) if path is not None else DEFAULT_CONFIG
     source = str(path)
-    try:
-        data = read_bounded(path)
-    except FileNotFoundError:
-        raise InputMissingError(f"{source}: no such config file") from None
-    except OSError as exc:
-        raise InputMissingError(f"{source}: cannot read config: {exc.strerror or exc}") from None
-    return parse_config(_decode(data, source), source)
+    return parse_config(_read_text(path, "no such config file", "cannot read config"), source)
 
 
 def _resolve(text: str, source: str, chain: tuple[str, ...] = ()) -> _Node:
@@ -641,13 +641,7 @@ def load_layered(path: str | Path, overlays: Sequence[tuple[str, str]]) -> tuple
     differences to ``path``. Returns the chip and its resolved description as plain
     values (what ``pkasim sweep`` keys its result cache on)."""
     source = str(path)
-    try:
-        data = read_bounded(path)
-    except FileNotFoundError:
-        raise InputMissingError(f"{source}: no such config file") from None
-    except OSError as exc:
-        raise InputMissingError(f"{source}: cannot read config: {exc.strerror or exc}") from None
-    root = _resolve(_decode(data, source), source)
+    root = _resolve(_read_text(path, "no such config file", "cannot read config"), source)
     for text, where in overlays:
         over = _compose(text, where)
         if not isinstance(over.value, dict):

@@ -48,29 +48,6 @@ static int cond_holds(uint32_t cond, uint32_t apsr) {
     }
 }
 
-static uint32_t read_reg(pk_state *s, int r, uint32_t *cache, uint32_t *have) {
-    if (!(*have & (1u << r))) {
-        uint32_t v = 0;
-        s->reg_read(s->uc, s->regids[r], &v);
-        cache[r] = v;
-        *have |= 1u << r;
-    }
-    return cache[r];
-}
-
-/* Commit the block that is executing: all of it (it ran to its end, or is about to
- * leave through WFI or an exception return, never through its own B<cond>). */
-void pk_commit_block(pk_state *s) {
-    if (!s->cur_valid) return;
-    s->cycles += s->cur_cost;
-    s->insns += s->cur_insns;
-    s->blocks += 1;
-    s->prev_valid = 1;
-    s->prev_end = s->cur_end;
-    s->prev_flags = s->cur_flags;
-    s->cur_valid = 0;
-}
-
 void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     uint32_t a = (uint32_t)address;
 
@@ -159,8 +136,8 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
             const pk_check *c = pk_code_checks(s->code, blk);
             for (uint32_t i = 0; i < blk->check_n; i++, c++) {
                 uint32_t addr = (uint32_t)c->off;
-                if (c->a >= 0) addr += read_reg(s, c->a, regs, &have);
-                if (c->b >= 0) addr += read_reg(s, c->b, regs, &have);
+                if (c->a >= 0) addr += pk_reg_cached(s, c->a, regs, &have);
+                if (c->b >= 0) addr += pk_reg_cached(s, c->b, regs, &have);
                 if (addr & c->mask) {
                     s->stop_reason = STOP_ALIGN;
                     s->align_pc = c->pc;
@@ -198,67 +175,10 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     s->ring[s->ring_pos++ % RING] = a;
 }
 
-/* Cycles the current block spent before the instruction whose access to ``addr``
- * is being served (a peripheral sees the access at the cycle its instruction
- * starts). The instruction is found among the block's register-addressed word and
- * halfword accesses, in program order, as the next one whose address (from the live
- * registers) is ``addr``; anything else is seen at the block's start
- * (docs/cycle-model.md, "Peripheral accesses"). */
-uint32_t pk_access_offset(pk_state *s, uint32_t addr) {
-    uint32_t cost = 0, regs[16], have = 0;
-    pk_insn insn[512];
-    if (!s->cur_valid) return 0;
-    if (s->acc_blocks != s->blocks || s->acc_start != s->cur_start) {
-        s->acc_blocks = s->blocks;
-        s->acc_start = s->cur_start;
-        s->acc_last = -1;
-    }
-    uint32_t count;
-    const pk_acc *acc = pk_code_accesses(s->code, s->uc, s->cur_start, s->cur_end, &count);
-    if (acc) {
-        /* The same search over the block's access list, decoded once (codecache.c). */
-        for (int32_t k = s->acc_last + 1; k < (int32_t)count; k++) {
-            uint32_t base = read_reg(s, acc[k].rn, regs, &have) + (uint32_t)acc[k].imm;
-            if (acc[k].rm >= 0) base += read_reg(s, acc[k].rm, regs, &have);
-            if (base == addr || (acc[k].multiple && addr - base < 64)) {
-                s->acc_last = k;
-                return acc[k].cost;
-            }
-        }
-        return 0;
-    }
-    uint32_t n = pk_code_decode_range(s->code, s->uc, s->cur_start, s->cur_end, insn, 512, 0);
-    for (uint32_t index = 0; index < n; index++) {
-        const pk_desc *d = &insn[index].desc;
-        if ((int32_t)index > s->acc_last && d->kind == K_ACCESS) {
-            uint32_t base = read_reg(s, d->rn, regs, &have) + (uint32_t)d->imm;
-            if (d->rm >= 0) base += read_reg(s, d->rm, regs, &have);
-            int multiple = d->rm < 0 && d->imm == 0 && d->amask == 3;
-            if (base == addr || (multiple && addr - base < 64)) {
-                s->acc_last = (int32_t)index;
-                return cost;
-            }
-        }
-        cost += insn[index].cost;
-    }
-    return 0;
-}
-
 /* Flash data reads cost the wait states (installed only when wait_states > 0). */
 void pk_flash_read_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_state *s) {
     (void)uc; (void)type; (void)address; (void)size; (void)value;
     s->cycles += s->fetch_ws;
-}
-
-/* Code at [addr, addr + len) was written (by the debugger, or by the guest through
- * pk_code_write_hook): forget the blocks decoded from it, and the loop verdicts made
- * on them. Returns 1 if cached code was there. */
-int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len) {
-    if (!pk_code_written(s->code, addr, len)) return 0;
-    memset(s->verdict_addr, 0xFF, sizeof s->verdict_addr);
-    memset(s->verdict, 0, sizeof s->verdict);
-    s->loop_start = 0xFFFFFFFFu;
-    return 1;
 }
 
 /* Guest stores to watched code (a UC_HOOK_MEM_WRITE over the code span of a
@@ -267,18 +187,3 @@ void pk_code_write_hook(void *uc, int type, uint64_t address, int size, int64_t 
     (void)uc; (void)type; (void)value;
     pk_code_changed(s, (uint32_t)address, (uint32_t)size);
 }
-
-/* Cycles and instructions from the current block's start up to stop (a run that
- * stopped in the middle of a block commits exactly what executed). */
-uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns) {
-    return pk_code_cost_range(s->code, s->uc, s->cur_start, stop, insns);
-}
-
-/* Release the code cache of a machine that is going away. */
-void pk_free(pk_state *s) {
-    pk_code_free(s->code);
-    s->code = NULL;
-}
-
-uint32_t pk_sizeof_state(void) { return (uint32_t)sizeof(pk_state); }
-uint32_t pk_sizeof_insn(void) { return (uint32_t)sizeof(pk_insn); }

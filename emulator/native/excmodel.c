@@ -10,7 +10,6 @@
  * before: a fault while stacking, a vector without the Thumb bit, an exception
  * return that sleeps on exit, a device event owned by Python.
  *
- *   pk_next_to_take / pk_would_wake  peripherals/nvic.py Nvic.next_to_take/would_wake
  *   pk_take                          exceptions.py ExceptionModel.take (ARMv6-M B1.5.6)
  *   pk_return (pk_intr_hook)         exceptions.py ExceptionModel.exception_return (B1.5.8)
  *   pk_wfi_hook                      runloop.py RunLoop._sleep_until (B1.5.17)
@@ -22,8 +21,6 @@
 
 #define NMI 2
 #define HARDFAULT 3
-#define FIRST_IRQ 16
-#define THREAD_PRIORITY 0x100
 #define EXC_RETURN_HANDLER 0xFFFFFFF1u
 #define EXC_RETURN_THREAD_MSP 0xFFFFFFF9u
 #define EXC_RETURN_THREAD_PSP 0xFFFFFFFDu
@@ -37,82 +34,6 @@ static uint32_t rd(pk_state *s, int regid) {
 static void wr(pk_state *s, int regid, uint32_t v) {
     s->reg_write(s->uc, regid, &v);
 }
-
-/* ------------------------------------------------------------------ the NVIC's decisions */
-
-static int is_enabled(const pk_nvic *n, int e) {
-    return e < FIRST_IRQ || (n->enabled >> (e - FIRST_IRQ) & 1);
-}
-
-/* Set bits in ascending order: for each pending exception, lowest number first. */
-static int best_pending(const pk_nvic *n) {
-    int best = -1;
-    for (uint64_t m = n->pending; m; m &= m - 1) {
-        int e = __builtin_ctzll(m);
-        if (!is_enabled(n, e)) continue;
-        if (best < 0 || n->prio[e] < n->prio[best]) best = e; /* ties: the lower number */
-    }
-    return best;
-}
-
-static int execution_priority(const pk_nvic *n, int primask) {
-    int prio = THREAD_PRIORITY;
-    for (uint64_t m = n->active; m; m &= m - 1) {
-        int e = __builtin_ctzll(m);
-        if (n->prio[e] < prio) prio = n->prio[e];
-    }
-    if (primask && prio > 0) prio = 0;
-    return prio;
-}
-
-int pk_next_to_take(const pk_nvic *n, int primask) {
-    int best = best_pending(n);
-    if (best < 0) return -1;
-    return n->prio[best] < execution_priority(n, primask) ? best : -1;
-}
-
-int pk_would_wake(const pk_nvic *n) {
-    int best = best_pending(n);
-    return best >= 0 && n->prio[best] < execution_priority(n, 0);
-}
-
-/* An IRQ line of a native device: Nvic.set_pending, then the core looks again. */
-void pk_pend(pk_state *s, uint32_t exc) {
-    pk_nvic *n = s->nvic;
-    if (exc >= FIRST_IRQ + n->irqs || exc >= 64) return;
-    if (!(n->pending >> exc & 1)) {
-        n->pending |= (uint64_t)1 << exc;
-        s->irq_check = 1;
-        if (s->obs) pk_obs_emit(s->obs, PK_EV_IRQ_PEND, s->cycles, exc, 0);
-    }
-}
-
-/* ------------------------------------------------------------------ native device events */
-
-uint64_t pk_native_next(pk_state *s) {
-    uint64_t next = PK_NO_EVENT;
-    for (uint32_t i = 0; i < s->n_devices; i++) {
-        uint64_t t = s->devices[i].next(s->devices[i].dev);
-        if (t < next) next = t;
-    }
-    return next;
-}
-
-/* Fire every native device event whose time has come (at a block boundary, as the
- * clock fires Python's). A step long past (a SysTick period shorter than the block
- * that ran) fires as often as it was due, as the clock's run_due does. */
-void pk_native_due(pk_state *s) {
-    if (s->cycles < s->native_min) return;
-    for (uint32_t i = 0; i < s->n_devices; i++) {
-        pk_device *d = &s->devices[i];
-        while (d->next(d->dev) <= s->cycles) d->due(d->dev);
-    }
-    s->native_min = pk_native_next(s);
-}
-
-/* A native device's next event may have moved earlier (Python wrote its state):
- * pk_native_due looks again at the next block boundary. */
-void pk_native_changed(pk_state *s) { s->native_min = 0; }
 
 /* ------------------------------------------------------------------ entry and return */
 

@@ -1,6 +1,7 @@
 /*
- * pkasim's native state: what the cycle hook (cyclehook.c), the native exception
- * model (excmodel.c) and the native device fast paths (peripherals/*_fast.c) share.
+ * pkasim's native state: the record the cycle hook (cyclehook.c), the native exception
+ * model (excmodel.c), idle loops (idle.c) and the native device fast paths
+ * (peripherals/{pka,systick}_fast.c) share; the functions they share are in state.c.
  * emulator/native/__init__.py mirrors pk_state field by field (load() checks the size).
  */
 #ifndef PKSTATE_H
@@ -23,7 +24,7 @@ typedef int (*pk_mem_read_fn)(void *uc, uint64_t address, void *bytes, size_t si
 typedef int (*pk_mem_write_fn)(void *uc, uint64_t address, const void *bytes, size_t size);
 typedef void (*pk_py_intr_fn)(uint32_t intno);
 
-/* A device with native timed events (peripherals/*_fast.c): its state record and the
+/* A device with native timed events (peripherals/{pka,systick}_fast.c): its state record and the
  * two functions the core calls at block boundaries. The machine fills the table from
  * what each device's Python model names (core/machine.py), so the core's C never names
  * a device: next() is the cycle of its next event (PK_NO_EVENT if none), due() fires it
@@ -131,17 +132,19 @@ typedef struct {
 
 #define PK_NO_EVENT UINT64_MAX
 
-/* cyclehook.c */
-uint32_t pk_access_offset(pk_state *s, uint32_t addr);
+/* state.c: what all of the native core shares */
+uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have);
 void pk_commit_block(pk_state *s);
+uint32_t pk_access_offset(pk_state *s, uint32_t addr);
+uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns);
 int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len);
-/* excmodel.c */
 int pk_next_to_take(const pk_nvic *n, int primask);
 int pk_would_wake(const pk_nvic *n);
 void pk_pend(pk_state *s, uint32_t exc);
 uint64_t pk_native_next(pk_state *s);
 void pk_native_due(pk_state *s);
 void pk_native_changed(pk_state *s);
+/* excmodel.c */
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* idle.c */
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);

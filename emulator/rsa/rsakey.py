@@ -127,3 +127,12 @@ def probably_prime(n: int, rng: random.Random) -> bool:
         else:
             return False
     return True
+
+
+def random_prime(bits: int, rng: random.Random, e: int = 65537) -> int:
+    """A prime of exactly ``bits`` bits with the top two set (so a product of two has
+    twice the bits, as OpenSSL makes them) and p - 1 prime to ``e``, drawn from ``rng``."""
+    while True:
+        candidate = rng.getrandbits(bits) | (3 << (bits - 2)) | 1
+        if (candidate - 1) % e and probably_prime(candidate, rng):
+            return candidate
