@@ -246,22 +246,31 @@ def _capture_device(dev: Any, logs: LogArchive) -> dict[str, Any]:
 
 
 def _restore_device(dev: Any, saved: dict[str, Any]) -> None:
-    for key, value in saved.items():
-        if key == "log":
-            continue
-        if key == "ctypes:state":
-            _restore_struct(dev.state, value, _PKA_KEEP)
-        elif key.startswith("ctypes:"):
-            _put(getattr(dev, key[7:]), value)
-        elif isinstance(value, (list, dict, set, Counter, bytearray)):
-            if getattr(dev, key, None) != value:  # a container the device may change: a copy of its own
-                setattr(dev, key, value.copy())
-        elif getattr(dev, key, _MISSING) is not value:
+    plan = saved.get(_PLAN)
+    if plan is None:  # which key is what, sorted out once per snapshot
+        records = tuple((k[7:], v) for k, v in saved.items() if k.startswith("ctypes:") and k != "ctypes:state")
+        containers = tuple((k, v) for k, v in saved.items()
+                           if not k.startswith("ctypes:") and k != "log" and isinstance(v, _CONTAINERS))
+        plain = tuple((k, v) for k, v in saved.items()
+                      if not k.startswith("ctypes:") and k != "log" and not isinstance(v, _CONTAINERS))
+        plan = saved[_PLAN] = (saved.get("ctypes:state"), records, containers, plain)
+    state, records, containers, plain = plan
+    if state is not None:
+        _restore_struct(dev.state, state, _PKA_KEEP)
+    for name, value in records:
+        _put(getattr(dev, name), value)
+    for key, value in containers:
+        if getattr(dev, key, None) != value:  # a container the device may change: a copy of its own
+            setattr(dev, key, value.copy())
+    for key, value in plain:
+        if getattr(dev, key, _MISSING) is not value:
             setattr(dev, key, value)
     if "log" in saved:
         LogArchive.restore(dev.state, *saved["log"])
 
 
+_PLAN = "\0plan"  # the restore plan, kept in the saved dict (never a device attribute's name)
+_CONTAINERS = (list, dict, set, Counter, bytearray)
 _MISSING = object()
 
 

@@ -405,6 +405,7 @@ class Injector:
         self._detected = False
         self._second_reached = True
         self._last: tuple | None = None  # the target of the previous fault
+        self._targets: dict[Injection, tuple[int, int, int]] = {}
         self._at: tuple[tuple, Snapshot] | None = None  # the machine at a target several faults share
 
     # ------------------------------------------------------------------ breakpoints
@@ -450,6 +451,14 @@ class Injector:
     def target(self, inj: Injection) -> tuple[int, int, int]:
         """(instruction number, address, cycle) where ``inj`` is applied; for a PKA
         fault (-1, address, start cycle)."""
+        got = self._targets.get(inj)
+        if got is None:
+            if len(self._targets) > 4096:
+                self._targets.clear()
+            got = self._targets[inj] = self._target(inj)
+        return got
+
+    def _target(self, inj: Injection) -> tuple[int, int, int]:
         g = self.g
         if inj.when == PKA:
             op = self._op(inj.op)
@@ -681,8 +690,8 @@ class Injector:
             return False
         for name, saved in snap.devices.items():
             mine = now.devices[name]
-            if {k: v for k, v in mine.items() if k not in ("log", "_event")} != \
-                    {k: v for k, v in saved.items() if k not in ("log", "_event")}:
+            if {k: v for k, v in mine.items() if k not in ("log", "_event") and k[0] != "\0"} != \
+                    {k: v for k, v in saved.items() if k not in ("log", "_event") and k[0] != "\0"}:
                 return False
         return True
 
