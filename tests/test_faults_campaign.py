@@ -334,7 +334,7 @@ def test_dask_cluster_gives_the_outcomes_of_one_process(capsys, tmp_path, elf):
     faults(capsys, tmp_path, *base, "--json", str(tmp_path / "one.json"))
     (tmp_path / "faults.sqlite").unlink()
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         faults(capsys, tmp_path, *base, "--scheduler", cluster.scheduler_address, "--json", str(tmp_path / "d.json"))
     one, dask = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "d"))
     assert [(f["key"], f["outcome"]) for f in one["faults"]] == [(f["key"], f["outcome"]) for f in dask["faults"]]

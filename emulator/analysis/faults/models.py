@@ -222,11 +222,18 @@ def _make_reg(kind: str) -> Callable[[Point, Insn, int], Injection]:
     return make
 
 
+def _load_bits(reg: str, width: int) -> int:
+    """Bits of a loaded word a load-flip may hit: not bit 0 of a popped PC (the Thumb
+    bit, which the core never keeps in PC)."""
+    return width - 1 if reg == "pc" else width
+
+
 def _load_make(p: Point, insn: Insn, j: int) -> Injection:
     for reg, width, _ in insn.loads:
-        if j < width:
-            return Injection("load-flip", n=p.n, reg=reg, bit=j)
-        j -= width
+        bits = _load_bits(reg, width)
+        if j < bits:
+            return Injection("load-flip", n=p.n, reg=reg, bit=j + (width - bits))
+        j -= bits
     raise IndexError(j)
 
 
@@ -251,7 +258,8 @@ def _models() -> dict[str, Model]:
         "reg-ones": Model("reg-ones", AFTER, lambda insn: len(insn.dest), _make_reg("reg-ones")),
         "flag-flip": Model("flag-flip", AFTER, lambda insn: 4 if insn.flags else 0,
                            lambda p, insn, j: Injection("flag-flip", n=p.n, flag="NZCV"[j])),
-        "load-flip": Model("load-flip", AFTER, lambda insn: sum(w for _, w, _ in insn.loads), _load_make),
+        "load-flip": Model("load-flip", AFTER, lambda insn: sum(_load_bits(r, w) for r, w, _ in insn.loads),
+                           _load_make),
         "pka-skip": Model("pka-skip", PKA, lambda op: 1, lambda op, j: Injection("pka-skip", op=op.k)),
     }
     out.update(_pka_kinds())
