@@ -29,9 +29,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pkasim.base.errors import InputMissingError, LoadError, OutputError, UsageError
-from pkasim.chip.config import DEFAULT_CONFIG, load_config
+from pkasim.chip.config import load_config
 from pkasim.chip.loader import load_image
-from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, Guarded, parse_int, read_file, symbol_file
+from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, add_config_option, parse_int, read_file, symbol_file
+from pkasim.cli.streams import Guarded
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -86,7 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="exit 1 when a fault is exploitable (default), exploitable or corrupted, or never")
     p.add_argument("--budget", type=_factor, default=3.0, metavar="X",
                    help="a faulted run longer than X times the golden run is a hang (default 3)")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="chip description (YAML); default: %(default)s")
+    add_config_option(p)
     p.add_argument("--load", metavar="SYMBOL=FILE", type=symbol_file, action="append", default=[],
                    help="before reset, fill the object SYMBOL names with the bytes of FILE (repeatable)")
     p.add_argument("--max-cycles", type=parse_int, default=None,
@@ -153,9 +154,9 @@ def _setup(args: argparse.Namespace):
     return setup
 
 
-def describe_setup(setup: Any, config_path: str) -> dict[str, Any]:
+def describe_setup(setup: Any) -> dict[str, Any]:
     """What a replay needs to rebuild a setup (the ELF and chip by path and hash)."""
-    return {"elf": setup.elf_path, "elf_sha256": setup.elf_sha256, "config": os.path.abspath(config_path),
+    return {"elf": setup.elf_path, "elf_sha256": setup.elf_sha256, "config": os.path.abspath(setup.config.source),
             "chip_sha256": setup.chip_sha256, "loads": [[s, d.hex()] for s, d in setup.loads],
             "argv": list(setup.argv), "oracles": list(setup.oracles), "detected": list(setup.detected),
             "budget_factor": setup.budget_factor, "max_cycles": setup.max_cycles, "seed": setup.seed,
@@ -183,7 +184,7 @@ def _campaign(args: argparse.Namespace, console: Console) -> int:
         say(f"fault space: {len(space):,} ({per_model})" + (f"; {plan.count():,} sampled" if args.sample else ""))
     db = CampaignDB(args.db or default_db())
     try:
-        db.add_setup(setup.setup_key, describe_setup(setup, args.config))
+        db.add_setup(setup.setup_key, describe_setup(setup))
         stored = db.done(setup.setup_key)
         selection: list[str] = []
         todo: list[int] = []
