@@ -189,7 +189,7 @@ class PkaState(ctypes.Structure):
         ("log_truncated", ctypes.c_uint32),
         ("pad2", ctypes.c_uint32),
         ("strict", ctypes.c_uint32),  # strict_operands: the fast path leaves A or B >= N to _start
-        ("pad3", ctypes.c_uint32),
+        ("py_starts", ctypes.c_uint32),  # a fault is armed (arm_fault): every START comes to _start
     ]
 
 
@@ -209,6 +209,18 @@ class _Regs:
 
     def __setitem__(self, reg: int, value: int) -> None:
         self._s.regs[reg >> 2] = value & 0xFFFFFFFF
+
+
+class StartFault(NamedTuple):
+    """A fault on one START, for fault-injection campaigns (docs/faults.md): the START
+    accepted at core cycle ``at`` does nothing at all (``skip``: no operation, no
+    flag, no interrupt, as if the write to CR were lost), or its result goes through
+    ``corrupt(result, words)`` before it is written to PKA RAM at the end of the busy
+    time (MONTMUL2: the first result)."""
+
+    at: int
+    skip: bool = False
+    corrupt: Callable[[int, int], int] | None = None
 
 
 class Operation(NamedTuple):
@@ -357,6 +369,7 @@ class Pka(Peripheral):
         self.state.op_cycles = ctypes.addressof(self._op_cycles)
         self.regs = _Regs(self.state)
         self._native = None  # the fast path's library, once a machine attaches it
+        self.faults: tuple[StartFault, ...] = ()  # armed by arm_fault(); each leaves when it fires
         self._event: Event | None = None
         self._pending: _Pending | None = None
         self.reset()
@@ -424,6 +437,26 @@ class Pka(Peripheral):
         if self._native is not None:
             self._native.pk_pka_free_log(ctypes.byref(st))
         self._counting_since = self.clock.now
+
+    # ------------------------------------------------------------- fault injection
+    def arm_fault(self, *faults: StartFault) -> None:
+        """Arm faults on the STARTs accepted at each ``fault.at`` (none: disarm all).
+        While one is armed every START is served here, not by the native fast path
+        (RAM and register accesses stay native); each fault disarms itself when it
+        fires, so an empty ``self.faults`` afterwards says they all did."""
+        self.faults = tuple(faults)
+        self.state.py_starts = int(bool(faults))
+
+    def _fault_now(self) -> StartFault | None:
+        """The armed fault for this START, if any (it is disarmed then)."""
+        if not self.faults:
+            return None
+        now = self.clock.now
+        for i, fault in enumerate(self.faults):
+            if fault.at == now:
+                self.arm_fault(*self.faults[:i], *self.faults[i + 1:])
+                return fault
+        return None
 
     # ------------------------------------------------------------- the shared record
     @property
@@ -618,6 +651,9 @@ class Pka(Peripheral):
 
     def _start(self) -> None:
         """Check the request (docs/pka.md, step 2), then compute and schedule the end."""
+        fault = self._fault_now()
+        if fault is not None and fault.skip:
+            return None  # the START does nothing
         cr, regs = self.regs[Reg.CR], self.regs
         words = regs[Reg.LEN]
         opcode = (cr & CR_OPCODE) >> CR_OPCODE_SHIFT
@@ -626,7 +662,7 @@ class Pka(Peripheral):
         if not 1 <= words <= self.max_words:
             return self._refuse(SR_OPERRF, f"LEN {words} is outside 1..{self.max_words}")
         if opcode == OP_MONTMUL2 and self.montmul_pair:
-            return self._start_pair(words)
+            return self._start_pair(words, fault)
         command = COMMANDS.get(opcode)
         if command is None:
             return self._refuse(SR_OPERRF, f"unknown opcode 0x{opcode:02x}")
@@ -648,6 +684,8 @@ class Pka(Peripheral):
                 require_reduced(a, b, n)
         except OperandError as exc:
             return self._refuse(SR_OPERRF, f"{command.name}: {exc.reason}")
+        if fault is not None and fault.corrupt is not None:
+            result = fault.corrupt(result, words) & ((1 << (32 * words)) - 1)
         cycles = self._cycles[command.key][words]
         start = self.clock.now
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, carry, cycles, start)
@@ -656,7 +694,7 @@ class Pka(Peripheral):
         self._observe(Kind.PKA_START, opcode | words << 8, cycles)
         return None
 
-    def _start_pair(self, words: int) -> None:
+    def _start_pair(self, words: int, fault: StartFault | None = None) -> None:
         """MONTMUL2 (docs/pka.md, "The parallel pair"): R = A (x) B and R2 = A2 (x) B
         with one N, checked as MONTMUL is (A2PTR and R2PTR after APTR, BPTR, RPTR),
         busy for one MONTMUL's time: Victor's pipelined unit interleaves the two."""
@@ -680,6 +718,8 @@ class Pka(Peripheral):
                     raise OperandError("A2 >= N (strict_operands: modular operands must be below N)")
         except OperandError as exc:
             return self._refuse(SR_OPERRF, f"{command.name}: {exc.reason}".replace("MONTMUL needs", "MONTMUL2 needs"))
+        if fault is not None and fault.corrupt is not None:
+            result = fault.corrupt(result, words) & ((1 << (32 * words)) - 1)
         cycles = self._cycles["montmul"][words]
         start = self.clock.now
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, 0, cycles, start, regs[Reg.R2PTR], result2)

@@ -77,7 +77,8 @@ typedef struct {
     uint64_t by_len[FAST_OPS][MAX_WORDS + 1];
     pk_pka_op *log;
     uint32_t log_n, log_cap, log_truncated, pad2;
-    uint32_t strict, pad3;  /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
+    uint32_t strict;        /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
+    uint32_t py_starts;     /* a fault is armed on a START (Pka.arm_fault): every START is pka.py's */
 } pk_pka;
 
 /* ------------------------------------------------------------------ maths */
@@ -307,6 +308,7 @@ static int operand_ok(const pk_pka *p, uint32_t ptr, uint32_t words) {
  * nothing changed) for pka.py to check, refuse or compute. */
 static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     uint32_t words = p->regs[LEN];
+    if (p->py_starts) return -1;
     uint32_t op = (cr & CR_OPCODE) >> CR_OPCODE_SHIFT;
     if (!(cr & CR_EN) || op < OP_MONTMUL || op > OP_SUB) return -1;
     if (words < 1 || words > p->max_words || words > MAX_WORDS) return -1;

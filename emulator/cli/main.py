@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "card": ("pkasim.cli.card", "serve the emulated card to pcscd (vsmartcard vpcd): a PC/SC reader"),
     "ct-check": ("pkasim.cli.ctcheck", "check that control flow, memory addresses and PKA timing do not depend "
                                        "on secret inputs"),
+    "faults": ("pkasim.cli.faults", "fault-injection campaign: skip, bit flips, PKA results; outcomes per fault"),
     "configs": ("pkasim.cli.configs", "list the bundled chip files (names for --config) and sweep examples"),
     "init": ("pkasim.cli.init", "start a firmware project: C sources, linker script and a Makefile "
                                 "(zig clang or arm-none-eabi-gcc)"),
