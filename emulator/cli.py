@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -19,7 +20,19 @@ from rich.console import Console
 from .commands import COMMANDS
 from .commands.common import Guarded, add_run_options, run_firmware, write_text
 from .commands.traces import Traces, add_trace_options
-from .errors import EXIT_INTERNAL, EXIT_IO, EXIT_OS, EXIT_USAGE, OutputError, PkasimError, UsageError
+from .config import DEFAULT_CHIP
+from .errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_IO,
+    EXIT_OS,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    OutputError,
+    PkasimError,
+    Terminated,
+    UsageError,
+)
 from .report import abnormal_exit, exit_code_for, print_summary, to_json
 
 
@@ -64,6 +77,8 @@ class _Repeats(logging.Filter):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pkasim", description="Cycle-exact emulator of an ARM SC000 MCU with a public-key accelerator.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.add_argument("-q", "--quiet", dest="quiet_first", action="store_true",
+                        help="less output (for the commands that have -q: run, profile, ct-check, sweep, gdbserver)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a firmware image headless and report cycles")
@@ -73,14 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips")
     bench.add_argument("--config", action="append", default=[], metavar="FILE",
-                       help="chip description; repeat to compare chips side by side (default: the default chip)")
+                       help="chip description, a YAML file or a bundled chip's name; repeat to compare chips "
+                            f"side by side (default: {DEFAULT_CHIP})")
     bench.add_argument("--json", metavar="FILE", help="write every figure as JSON ('-' for stdout)")
     bench.add_argument("--plot", metavar="FILE", help="write a chart (.png or .svg)")
     bench.add_argument("--only", action="append", default=[], metavar="JOB",
                        help="run only these jobs (repeatable): " + ", ".join(j.key for j in bench_jobs()))
-    bench.add_argument("--build-dir", default=None, help="where the firmware images are (default firmware/build)")
+    bench.add_argument("--build-dir", default=None,
+                       help="where the firmware images are (default: those 'make firmware' builds with pkasim)")
     for command in COMMANDS.values():
         command.add_parser(sub)
+    for each in sub.choices.values():  # -v after the command too: pkasim run fw.elf -vv
+        each.add_argument("-v", "--verbose", dest="verbose_after", action="count", default=0,
+                          help="more log output (-vv for debug); before or after the command")
     return parser
 
 
@@ -90,7 +110,25 @@ def bench_jobs():
     return JOBS
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # SIGTERM (kill PID) ends a command as Ctrl-C does, with its own line and code,
+    # instead of killing the process mid-write with no word (README, exit codes).
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (a caller's worker): leave signals alone
+        previous = None
+    try:
+        return _guarded_main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _guarded_main(argv: Sequence[str] | None) -> int:
     try:
         try:
             code = _main(argv)
@@ -106,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # argparse's own --help or usage text could not be written: nothing to say it with.
         _quiet_broken_streams()
         return EXIT_IO
+    except KeyboardInterrupt as exc:  # outside a command (parsing, the last flush): the same line
+        return _interrupted(exc)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -117,7 +157,13 @@ def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     args.guest_args = guest_args or []
     console = Console(file=Guarded(sys.stderr, "stderr"), stderr=True, highlight=False)
+    args.verbose += args.verbose_after
     _setup_logging(args.verbose)
+    if args.quiet_first:
+        if not hasattr(args, "quiet"):
+            _line(f"pkasim: error: '{args.command}' has no -q (quiet) mode")
+            return EXIT_USAGE
+        args.quiet = True
     if guest_args is not None and args.command not in ("run", "profile"):
         _line(f"pkasim: error: arguments after -- are the firmware's command line; '{args.command}' takes none")
         return EXIT_USAGE
@@ -136,9 +182,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except PkasimError as exc:
         _line(f"pkasim: error: {exc}")
         return exc.exit_code
-    except KeyboardInterrupt:
-        _line("pkasim: interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except MemoryError:  # not a bug: the host is short of memory (docs/robustness.md: what inputs cost)
         _line("pkasim: error: out of host memory")
         return EXIT_OS
@@ -148,6 +193,15 @@ def _main(argv: Sequence[str] | None) -> int:
         _line(f"pkasim: internal error: {type(exc).__name__}: {exc} "
               "(set PKASIM_DEBUG=1 for a traceback, and please report it)")
         return EXIT_INTERNAL
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C or SIGTERM: one line, 130 or 143 (what a shell reports for the signal)."""
+    if isinstance(exc, Terminated):
+        _line("pkasim: terminated")
+        return EXIT_TERMINATED
+    _line("pkasim: interrupted")
+    return EXIT_INTERRUPTED
 
 
 def _line(text: str) -> None:

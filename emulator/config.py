@@ -31,7 +31,9 @@ import yaml
 from . import limits
 from .errors import ConfigError, InputMissingError
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "ciu98320b.yaml"
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+DEFAULT_CHIP = "ciu98320b"
+DEFAULT_CONFIG = CONFIG_DIR / f"{DEFAULT_CHIP}.yaml"
 
 CORE_TYPES = {"sc000": "ARMv6-M", "cortex-m0": "ARMv6-M"}
 # The parameters each peripheral model takes besides type, base and irq.
@@ -575,10 +577,33 @@ def _decode(data: bytes, source: str, what: str = "a chip file") -> str:
         raise ConfigError(f"{source}:{line}: not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column}") from None
 
 
+def bundled_chips() -> list[str]:
+    """The names ``load_config`` takes for the chip files pkasim ships (configs/ and
+    configs/presets/), so that a command line need not spell their paths."""
+    return sorted({p.stem for d in (CONFIG_DIR, CONFIG_DIR / "presets") for p in d.glob("*.yaml")})
+
+
+def resolve_config(path: str | Path | None) -> Path:
+    """The file a --config value means: the default chip for None; a file that exists;
+    else a bare name (no directory, no suffix) of a bundled chip, ``ciu98320b`` or
+    ``victor-radix16``. Anything else stays as given (and fails to open with its name)."""
+    if path is None:
+        return DEFAULT_CONFIG
+    path = Path(path)
+    if path.exists() or path.suffix or len(path.parts) != 1:
+        return path
+    for found in (CONFIG_DIR / f"{path.name}.yaml", CONFIG_DIR / "presets" / f"{path.name}.yaml"):
+        if found.is_file():
+            return found
+    raise InputMissingError(f"{path}: no such config file, nor a bundled chip of that name "
+                            f"(bundled: {', '.join(bundled_chips())})")
+
+
 def load_config(path: str | Path | None = None) -> ChipConfig:
-    """Read and check a chip description; raises ConfigError with file, key and line,
-    or InputMissingError when the file cannot be read at all."""
-    path = Path(path) if path is not None else DEFAULT_CONFIG
+    """Read and check a chip description (a path, or a bundled chip's name: see
+    ``resolve_config``); raises ConfigError with file, key and line, or
+    InputMissingError when the file cannot be read at all."""
+    path = resolve_config(path)
     source = str(path)
     try:
         data = read_bounded(path)

@@ -9,18 +9,19 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..config import DEFAULT_CONFIG, load_config
+from ..config import load_config
 from ..errors import InputMissingError
 from ..machine import Machine
 from ..usb.session import Breakdown, CardSession
+from .common import CONFIG_HELP
 
 DEFAULT_CARD = Path(__file__).resolve().parent.parent.parent / "firmware" / "build" / "card.elf"
 
 
 def add_card_options(p: argparse.ArgumentParser, state: bool = True) -> None:
-    p.add_argument("firmware", nargs="?", default=str(DEFAULT_CARD),
-                   help="the card firmware (default: %(default)s)")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="chip description (YAML); default: %(default)s")
+    p.add_argument("firmware", nargs="?", default=None,
+                   help="the card firmware (default: the card.elf that 'make firmware' builds with pkasim)")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     if state:
         p.add_argument("--state", metavar="FILE",
                        help="the card's state file: read before (if it exists), written after the session")
@@ -29,6 +30,8 @@ def add_card_options(p: argparse.ArgumentParser, state: bool = True) -> None:
 def open_session(args: argparse.Namespace) -> CardSession:
     """The chip, the firmware (and its state), attached and enumerated."""
     config = load_config(args.config)
+    if args.firmware is None:
+        args.firmware = str(DEFAULT_CARD)
     if not Path(args.firmware).exists():
         raise InputMissingError(f"{args.firmware}: no such file (make firmware builds card.elf)")
     machine = Machine(config)

@@ -13,12 +13,14 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import limits
-from ..config import DEFAULT_CONFIG, load_config
+from ..config import DEFAULT_CHIP, load_config
 from ..errors import InputMissingError, LoadError, OutputError
 from ..hostfiles import HostDir
 from ..machine import Machine, RunResult
 
 DEFAULT_BUDGET_SECONDS = 600  # modeled seconds before a run that never exits is stopped
+# --config: None is the default chip; help never shows a path into pkasim's own tree.
+CONFIG_HELP = f"chip description: a YAML file, or a bundled chip's name (default: {DEFAULT_CHIP})"
 
 
 def parse_int(text: str) -> int:
@@ -47,7 +49,7 @@ def symbol_file(text: str) -> tuple[str, str]:
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """FIRMWARE, --config, --max-cycles, --load, --dump, -q."""
     parser.add_argument("firmware", help="the ELF image to run")
-    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="chip description (YAML); default: %(default)s")
+    parser.add_argument("--config", default=None, help=CONFIG_HELP)
     parser.add_argument("--max-cycles", type=parse_int, default=None,
                         help=f"stop after this many cycles (default: {DEFAULT_BUDGET_SECONDS} modeled seconds; "
                              "0 = no limit)")

@@ -35,7 +35,15 @@ from ..report import exit_code_for
 from ..results import Stop, StopReason
 from ..rsakey import KEY_SIZE
 from ..srclines import SourceLines
-from .common import DEFAULT_BUDGET_SECONDS, parse_int, read_file, setup_semihosting, symbol_file, write_text
+from .common import (
+    CONFIG_HELP,
+    DEFAULT_BUDGET_SECONDS,
+    parse_int,
+    read_file,
+    setup_semihosting,
+    symbol_file,
+    write_text,
+)
 
 STREAM_TITLES = {"flow": "control flow", "mem": "memory addresses", "pka": "PKA operations"}
 STREAM_UNITS = {"flow": "events", "mem": "accesses", "pka": "operations"}
@@ -65,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed of the random bytes and messages (RSA keys "
                                                           "are always fresh)")
     p.add_argument("--save-inputs", metavar="DIR", help="write the inputs (--inputs layout) to DIR")
-    p.add_argument("--config", default=None, help="chip description (YAML); default: the default chip")
+    p.add_argument("--config", default=None, help=CONFIG_HELP)
     p.add_argument("--max-cycles", type=parse_int, default=None,
                    help=f"stop each run after this many cycles (default: {DEFAULT_BUDGET_SECONDS} modeled seconds; "
                         "0 = no limit)")
