@@ -34,9 +34,10 @@ operations) describe the run since the last reset: ``reset()`` clears them, as i
 clears the registers, any operation in progress and PKA RAM.
 
 Native fast path: in a machine, ``pka_fast.c`` serves the common accesses (registers
-and PKA RAM while idle, SR, CLRFR, a valid MONTMUL from START to its done interrupt)
-without a Python call, on this model's own state record (``PkaState``), and hands
-everything else to ``read``/``write`` here. This file stays the specification.
+and PKA RAM while idle, SR, CLRFR, a valid MONTMUL, or MONTMUL2 on a chip with the pair,
+from START to its done interrupt) without a Python call, on this model's own state
+record (``PkaState``), and hands everything else to ``read``/``write`` here. This file
+stays the specification.
 """
 
 from __future__ import annotations
@@ -187,7 +188,12 @@ class PkaState(ctypes.Structure):
         ("log_truncated", ctypes.c_uint32),
         ("pad2", ctypes.c_uint32),
         ("strict", ctypes.c_uint32),  # strict_operands: the fast path leaves A or B >= N to _start
-        ("pad3", ctypes.c_uint32),
+        ("pair", ctypes.c_uint32),  # montmul_pair: the fast path serves MONTMUL2 too
+        ("p_op", ctypes.c_uint32),  # the fast path's operation in flight: OP_MONTMUL or OP_MONTMUL2
+        ("p_r2ptr", ctypes.c_uint32),
+        ("result2", ctypes.c_uint32 * MAX_WORDS_LIMIT),
+        ("pairs", ctypes.c_uint64),  # MONTMUL2s the fast path finished
+        ("pair_by_len", ctypes.c_uint64 * (MAX_WORDS_LIMIT + 1)),
     ]
 
 
@@ -346,6 +352,7 @@ class Pka(Peripheral):
         self.state.ram_size = ram_size
         self.state.max_words = max_words
         self.state.strict = int(strict_operands)
+        self.state.pair = int(montmul_pair)
         self._ram_buf = (ctypes.c_uint8 * ram_size)()
         self.state.ram = ctypes.addressof(self._ram_buf)
         self.ram = memoryview(self._ram_buf).cast("B")
@@ -414,8 +421,9 @@ class Pka(Peripheral):
         self._log: list[Operation] = []
         self._log_truncated = False
         st = self.state
-        st.montmuls = st.busy_total = 0
+        st.montmuls = st.pairs = st.busy_total = 0
         ctypes.memset(st.by_len, 0, ctypes.sizeof(st.by_len))
+        ctypes.memset(st.pair_by_len, 0, ctypes.sizeof(st.pair_by_len))
         if self._native is not None:
             self._native.pk_pka_free_log(ctypes.byref(st))
         self._counting_since = self.clock.now
@@ -447,6 +455,8 @@ class Pka(Peripheral):
         ops = Counter(self._operations)
         if self.state.montmuls:
             ops["MONTMUL"] += self.state.montmuls
+        if self.state.pairs:
+            ops["MONTMUL2"] += self.state.pairs
         return ops
 
     @property
@@ -455,6 +465,8 @@ class Pka(Peripheral):
         for words in range(1, self.max_words + 1):
             if self.state.by_len[words]:
                 lengths[("montmul", words)] += self.state.by_len[words]
+            if self.state.pair_by_len[words]:
+                lengths[("montmul2", words)] += self.state.pair_by_len[words]
         return lengths
 
     @property
@@ -467,7 +479,8 @@ class Pka(Peripheral):
         if not st.log_n:
             return list(self._log)
         fast = ctypes.cast(st.log, ctypes.POINTER(_FastOp * st.log_n)).contents
-        merged = self._log + [Operation("MONTMUL", op.words, op.start, op.end) for op in fast]
+        merged = self._log + [Operation("MONTMUL2" if op.op == OP_MONTMUL2 else "MONTMUL", op.words, op.start, op.end)
+                              for op in fast]
         merged.sort(key=lambda op: op.start_cycle)
         return merged[:LOG_LIMIT]
 

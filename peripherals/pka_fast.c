@@ -5,16 +5,18 @@
  * peripherals/pka.py is the model and the reference: its register map, rules and
  * maths (pka_math.py) are the specification (docs/pka.md). This file serves only what
  * those rules let through untouched: word accesses to registers and PKA RAM while
- * idle, CLRFR, SR, and a START of MONTMUL with valid operands whose result the CIOS
- * product below reduces completely. Anything else (a wrong size, a reserved offset,
+ * idle, CLRFR, SR, and a START of MONTMUL (or, on a chip with the parallel pair,
+ * MONTMUL2) with valid operands whose results the CIOS product below reduces
+ * completely. Anything else (a wrong size, a reserved offset,
  * a write while BUSY, a refused START, the other operations) is handed to pka.py
  * through ``py_access``, on the same state record, so both paths see one PKA.
  * tests/test_pka_fast.py drives both with the same random programs and compares.
  *
  * Register map (docs/pka.md): 0x00 CR, 0x04 SR, 0x08 CLRFR, 0x0C LEN, 0x10 APTR,
  * 0x14 BPTR, 0x18 NPTR, 0x1C RPTR, 0x20 CARRY, 0x24 LASTCYC, 0x28 MAXLEN, 0x2C RAMSIZE;
- * PKA RAM at 0x400. CAPS (0x30), the parallel pair's A2PTR and R2PTR (0x34, 0x38) and
- * its MONTMUL2 are at or above REG_WINDOW or another opcode: pka.py serves them.
+ * PKA RAM at 0x400. CAPS (0x30) and the parallel pair's A2PTR and R2PTR (0x34, 0x38)
+ * are at or above REG_WINDOW: pka.py serves their accesses; a MONTMUL2 START reads the
+ * pointers from the shared record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,9 @@ enum { CR = 0, SR, CLRFR, LEN, APTR, BPTR, NPTR, RPTR, CARRY, LASTCYC, MAXLEN, R
 #define SR_PROCENDF (1u << 17)
 #define SR_FLAGS ((1u << 17) | (1u << 19) | (1u << 20) | (1u << 21))
 #define OP_MONTMUL 1
+#define OP_MONTMUL2 6
+#define A2PTR 13 /* 0x34 / 4 */
+#define R2PTR 14 /* 0x38 / 4 */
 #define MAX_WORDS 128
 #define LOG_LIMIT 100000
 
@@ -70,7 +75,14 @@ typedef struct {
     uint64_t by_len[MAX_WORDS + 1];
     pk_pka_op *log;
     uint32_t log_n, log_cap, log_truncated, pad2;
-    uint32_t strict, pad3;  /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
+    uint32_t strict;        /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
+    uint32_t pair;          /* montmul_pair: MONTMUL2 is an operation of this chip */
+    /* MONTMUL2 (the parallel pair): the operation in flight is one (p_op), its second
+     * result and where it goes; what this path did of them */
+    uint32_t p_op, p_r2ptr;
+    uint32_t result2[MAX_WORDS];
+    uint64_t pairs;
+    uint64_t pair_by_len[MAX_WORDS + 1];
 } pk_pka;
 
 /* ------------------------------------------------------------------ maths */
@@ -212,14 +224,20 @@ void pk_pka_finish(void *pka) {
     pk_pka *p = pka;
     if (!p->fast_busy) return;
     if (p->core->obs)
-        pk_obs_emit(p->core->obs, PK_EV_PKA_FINISH, p->core->cycles, OP_MONTMUL | p->p_words << 8, p->done_at);
+        pk_obs_emit(p->core->obs, PK_EV_PKA_FINISH, p->core->cycles, p->p_op | p->p_words << 8, p->done_at);
     p->fast_busy = 0;
     p->busy = 0;
     memcpy(p->ram + p->p_rptr, p->result, 4u * p->p_words);
+    if (p->p_op == OP_MONTMUL2) { /* after R: where they overlap, R2 wins (pka.py _finish) */
+        memcpy(p->ram + p->p_r2ptr, p->result2, 4u * p->p_words);
+        p->pairs += 1;
+        p->pair_by_len[p->p_words] += 1;
+    } else {
+        p->montmuls += 1;
+        p->by_len[p->p_words] += 1;
+    }
     p->regs[CARRY] = 0;
     p->regs[LASTCYC] = p->p_cycles;
-    p->montmuls += 1;
-    p->by_len[p->p_words] += 1;
     p->busy_total += p->p_cycles;
     if (p->log_n < LOG_LIMIT) {
         if (p->log_n == p->log_cap) {
@@ -232,7 +250,7 @@ void pk_pka_finish(void *pka) {
         }
         if (p->log_n < p->log_cap) {
             pk_pka_op *op = &p->log[p->log_n++];
-            op->op = OP_MONTMUL;
+            op->op = p->p_op;
             op->words = p->p_words;
             op->start = p->p_start;
             op->end = p->p_start + p->p_cycles;
@@ -248,34 +266,43 @@ static int operand_ok(const pk_pka *p, uint32_t ptr, uint32_t words) {
     return ptr % 4 == 0 && (uint64_t)ptr + 4u * words <= p->ram_size;
 }
 
-/* START of a MONTMUL this path can serve, computed now and due at done_at; -1 (and
- * nothing changed) for pka.py to check, refuse or compute. */
+/* START of a MONTMUL, or of a MONTMUL2 on a chip with the pair, that this path can
+ * serve, computed now and due at done_at; -1 (and nothing changed) for pka.py to check,
+ * refuse or compute. MONTMUL2 (pka.py _start_pair): R = A (x) B and R2 = A2 (x) B with
+ * one N, every operand read before either result is written, busy for one MONTMUL. */
 static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
-    uint32_t words = p->regs[LEN];
-    if (!(cr & CR_EN) || ((cr & CR_OPCODE) >> CR_OPCODE_SHIFT) != OP_MONTMUL) return -1;
+    uint32_t words = p->regs[LEN], op = (cr & CR_OPCODE) >> CR_OPCODE_SHIFT;
+    int pair = op == OP_MONTMUL2 && p->pair;
+    if (!(cr & CR_EN) || (op != OP_MONTMUL && !pair)) return -1;
     if (words < 1 || words > p->max_words || words > MAX_WORDS) return -1;
     if (!operand_ok(p, p->regs[APTR], words) || !operand_ok(p, p->regs[BPTR], words) ||
         !operand_ok(p, p->regs[RPTR], words) || !operand_ok(p, p->regs[NPTR], words))
         return -1;
-    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS];
+    if (pair && (!operand_ok(p, p->regs[A2PTR], words) || !operand_ok(p, p->regs[R2PTR], words))) return -1;
+    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS], a2[MAX_WORDS];
     memcpy(a, p->ram + p->regs[APTR], 4u * words);
     memcpy(b, p->ram + p->regs[BPTR], 4u * words);
     memcpy(n, p->ram + p->regs[NPTR], 4u * words);
+    if (pair) memcpy(a2, p->ram + p->regs[A2PTR], 4u * words);
     if (!(n[0] & 1)) return -1; /* even N: OPERRF, in pka.py */
     int big = n[0] > 1;
     for (uint32_t i = 1; i < words && !big; i++) big = n[i] != 0;
     if (!big) return -1;        /* N <= 1: OPERRF */
     if (p->strict && (geq(a, 0, n, words) || geq(b, 0, n, words))) return -1; /* OPERRF */
+    if (p->strict && pair && geq(a2, 0, n, words)) return -1;                  /* OPERRF */
     if (pk_montmul(p->result, a, b, n, words) != 0) return -1;
+    if (pair && pk_montmul(p->result2, a2, b, n, words) != 0) return -1;
+    p->p_op = pair ? OP_MONTMUL2 : OP_MONTMUL;
     p->p_words = words;
     p->p_rptr = p->regs[RPTR];
+    p->p_r2ptr = pair ? p->regs[R2PTR] : 0;
     p->p_cycles = p->montmul_cycles[words];
     p->p_start = now;
     p->done_at = now + p->p_cycles;
     if (p->done_at < p->core->native_min) p->core->native_min = p->done_at;
     p->busy = 1;
     p->fast_busy = 1;
-    if (p->core->obs) pk_obs_emit(p->core->obs, PK_EV_PKA_START, now, OP_MONTMUL | words << 8, p->p_cycles);
+    if (p->core->obs) pk_obs_emit(p->core->obs, PK_EV_PKA_START, now, p->p_op | words << 8, p->p_cycles);
     return 0;
 }
 
