@@ -1,27 +1,33 @@
 """pkasim: an instruction-level, cycle-counting emulator of a Cortex-M0 class MCU with a PKA.
 
-The native cycle hook (emulator/cyclehook.c, with its code cache codecache.c and the
-Thumb decoder thumb.c) is built here as a plain shared object:
-it has no Python API and is loaded with ctypes, so it is declared as an Extension only
-to reuse setuptools' compiler handling.
+One import package, ``pkasim``: the repo folder ``emulator/`` is its source and
+``peripherals/`` becomes ``pkasim.peripherals`` (docs/architecture.md). The native cycle
+hook (emulator/native/*.c with the devices' fast paths peripherals/*_fast.c) is built
+here as a plain shared object: it has no Python API and is loaded with ctypes, so it is
+declared as an Extension only to reuse setuptools' compiler handling.
 """
 
 from setuptools import Extension, find_packages, setup
+
+PACKAGES = (["pkasim"] + [f"pkasim.{p}" for p in find_packages("emulator")]
+            + ["pkasim.peripherals"] + [f"pkasim.peripherals.{p}" for p in find_packages("peripherals")])
 
 setup(
     name="pkasim",
     version="0.1.0",
     description="Cycle-exact emulator of an ARM SC000 microcontroller with a public-key accelerator",
     python_requires=">=3.10",
-    packages=find_packages(include=["emulator", "emulator.*", "peripherals", "peripherals.*"]),
+    packages=PACKAGES,
+    package_dir={"pkasim": "emulator", "pkasim.peripherals": "peripherals"},
     ext_modules=[
         Extension(
-            "emulator._cyclehook",
-            sources=["emulator/cyclehook.c", "emulator/codecache.c", "emulator/thumb.c", "emulator/excmodel.c",
-                     "emulator/idle.c", "peripherals/pka_fast.c", "peripherals/systick_fast.c", "emulator/observe.c",
-                     "emulator/cthash.c"],
-            include_dirs=["emulator"],
-            depends=["emulator/pkstate.h", "emulator/codecache.h", "emulator/thumb.h", "emulator/observe.h"],
+            "pkasim.native._cyclehook",
+            sources=[f"emulator/native/{name}.c" for name in
+                     ("state", "cyclehook", "codecache", "thumb", "excmodel", "idle", "observe", "cthash")]
+            + ["peripherals/pka_fast.c", "peripherals/systick_fast.c"],
+            include_dirs=["emulator/native"],
+            depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",
+                     "emulator/native/observe.h"],
             extra_compile_args=["-O3", "-std=c99"],
             py_limited_api=False,
         )
@@ -45,7 +51,8 @@ setup(
             "hypothesis==6.170.15",
             "ruff==0.17.5",
             "ziglang==0.17.1",
+            "import-linter==2.16",
         ],
     },
-    entry_points={"console_scripts": ["pkasim=emulator.cli:main"]},
+    entry_points={"console_scripts": ["pkasim=pkasim.cli.main:main"]},
 )

@@ -24,11 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from pkasim import Machine, load_config
+from pkasim.rsa.rsakey import demo_key
 
-from emulator import Machine, load_config  # noqa: E402
-from emulator.rsakey import demo_key  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 VICTOR = ROOT / "configs" / "presets" / "victor-radix16.yaml"
 IMAGE = ROOT / "firmware" / "build" / "xrsa_pair.elf"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.cli import build_parser, main
-from emulator.config import DEFAULT_CHIP, bundled_chips
+from pkasim.chip.config import DEFAULT_CHIP, bundled_chips
+from pkasim.cli.main import build_parser, main
 
 COMMANDS = sorted(build_parser()._subparsers._group_actions[0].choices)  # noqa: SLF001 - argparse's own table
 

@@ -1,7 +1,7 @@
 """Ctrl-C and SIGTERM to a running ``pkasim run`` (README, exit codes): one line on
 stderr, 130 or 143, no traceback, even in a loop that never stops for an event
 (spin.elf mode 4 counts for ever with nothing enabled: the run loop still returns to
-Python every 2^24 cycles, emulator/runloop.py PROGRESS_EVERY)."""
+Python every 2^24 cycles, emulator/core/runloop.py PROGRESS_EVERY)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def counting(elf, tmp_path):
     procs = []
 
     def start() -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "emulator.cli", "run", str(elf("spin")), "--load",
+        proc = subprocess.Popen([sys.executable, "-m", "pkasim.cli.main", "run", str(elf("spin")), "--load",
                                  f"spin_mode={mode}", "--max-cycles", "0"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=_sigint_default)

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from emulator.cli import build_parser
-from emulator.results import StopReason
+from pkasim.cli.main import build_parser
+from pkasim.core.results import StopReason
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

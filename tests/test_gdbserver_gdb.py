@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from gdbserver_util import Server
 
-from emulator.results import StopReason
+from pkasim.core.results import StopReason
 
 GDB = shutil.which("gdb-multiarch")
 pytestmark = pytest.mark.skipif(GDB is None, reason="gdb-multiarch is not installed (.ci/run installs it)")
@@ -44,7 +44,7 @@ def reference(elf, config):
     rsa_output[0] (PC after it and the cycle count there)."""
     import io
 
-    from emulator.machine import Machine
+    from pkasim.core.machine import Machine
 
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(elf("xrsa"))

@@ -11,8 +11,8 @@ import sys
 import pytest
 from gdbserver_util import Client, InProcess, Server
 
-from emulator.debugger.gdbserver.packets import MAX_PACKET, Ack, checksum, frame
-from emulator.debugger.gdbserver.target import REGISTERS, target_xml
+from pkasim.debugger.gdbserver.packets import MAX_PACKET, Ack, checksum, frame
+from pkasim.debugger.gdbserver.target import REGISTERS, target_xml
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_a_port_in_use_is_one_line_and_exit_71(elf):
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        proc = subprocess.run([sys.executable, "-m", "emulator.cli", "gdbserver", str(elf("hello")), "--port",
+        proc = subprocess.run([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf("hello")), "--port",
                                str(port)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 71
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr

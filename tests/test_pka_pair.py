@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator.config import load_config
-from emulator.machine import Machine, StopReason
-from peripherals.pka import (
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine, StopReason
+from pkasim.peripherals.pka import (
     CAPS_PAIR,
     CR_EN,
     CR_OPCODE_SHIFT,

@@ -8,7 +8,7 @@ import json
 import pytest
 from vcd.reader import TokenKind, tokenize
 
-from emulator.cli import main
+from pkasim.cli.main import main
 
 RSA2048 = ("rsa_input_key=rsa2048-key.bin", "rsa_input_msg=rsa2048-msg.bin", "rsa_expected=rsa2048-sig.bin")
 PROFILE_FIELDS = {"name", "calls", "instructions", "inclusive_cycles", "exclusive_cycles", "wait_cycles"}
@@ -128,8 +128,8 @@ def test_vcd_reads_back_with_a_vcd_reader(rsa2048_traces):
 
 
 def test_tarmac_traces_only_its_range_and_stops_at_the_limit(rsa2048_traces, elf):
-    from emulator.config import load_config
-    from emulator.loader import load_image
+    from pkasim.chip.config import load_config
+    from pkasim.chip.loader import load_image
 
     sym = load_image(elf("xrsa_opt"), load_config()).symbol("pka_run")
     lines = (rsa2048_traces[0] / "pka_run.tarmac").read_text().splitlines()

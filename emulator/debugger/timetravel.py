@@ -37,11 +37,10 @@ from dataclasses import dataclass, replace
 
 from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE
 
-from emulator.errors import PkasimError
-from emulator.machine import Machine
-from emulator.results import RunResult, StopReason
-
-from .snapshot import LogArchive, Snapshot, capture, restore
+from pkasim.base.errors import PkasimError
+from pkasim.core.machine import Machine
+from pkasim.core.results import RunResult, StopReason
+from pkasim.debugger.snapshot import LogArchive, Snapshot, capture, restore
 
 DEFAULT_INTERVAL = 1_000_000  # cycles between snapshots (docs/debugger.md: the cost per interval)
 DEFAULT_MAX_SNAPSHOTS = 4096  # beyond it, every other snapshot is dropped

@@ -25,8 +25,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ..errors import PkasimError
-from .point import Task, run_point
+from pkasim.base.errors import PkasimError
+from pkasim.sweep.point import Task, run_point
 
 log = logging.getLogger("pkasim.sweep")
 EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: the Dask scheduler cannot be reached
@@ -76,7 +76,7 @@ class LocalEngine:
     def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
         pending = dict(tasks)
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["emulator.sweep.point"])
+        context.set_forkserver_preload(["pkasim.sweep.point"])
         restarts = 0
         while pending:
             pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context,

@@ -13,9 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
-from .results import group_columns, groups
-from .spec import Sweep
+from pkasim.base.errors import OutputError
+from pkasim.sweep.results import group_columns, groups
+from pkasim.sweep.spec import Sweep
 
 
 def _curves(sweep: Sweep, rows: list[dict[str, Any]], drop: tuple[str, ...]) -> dict[tuple, list[dict[str, Any]]]:

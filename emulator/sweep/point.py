@@ -1,7 +1,7 @@
 """One point of a sweep: what it runs (a Task, plain picklable data a worker process
 or a Dask worker receives), its cache key, and the run itself.
 
-The run is ``emulator.bench.run_job``: one RSA private-key operation measured from
+The run is ``pkasim.rsa.bench.run_job``: one RSA private-key operation measured from
 the entry of ``rsa_private`` to its return and checked against Python integers
 (m^d mod n), with the sweep's key and message and, when per-function cycles are
 asked for, the profiler attached. The result is plain data: exact model figures only
@@ -19,14 +19,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..bench import Job, run_job
-from ..config import ChipConfig
-from ..errors import PkasimError
-from ..rsakey import RsaKey
+from pkasim.base.errors import PkasimError
+from pkasim.chip.config import ChipConfig
+from pkasim.rsa.bench import Job, run_job
+from pkasim.rsa.rsakey import RsaKey
 
 RESULT_SCHEMA = "pkasim.sweep.point/1"  # the layout of a stored result; bump to drop old entries
 _ROOT = Path(__file__).resolve().parent.parent.parent
-FRONT_ENDS = {"commands", "sweep", "emulator/cli.py", "emulator/bench_cli.py", "emulator/plot.py"}
+FRONT_ENDS = {"cli", "sweep", "emulator/rsa/plot.py"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _image_file(task: Task) -> Path:
 
 def run_point(task: Task) -> dict[str, Any]:
     """Run one point; the measured figures as plain data (what the cache stores)."""
-    from ..profiler import Profiler
+    from pkasim.analysis.profiler import Profiler
 
     if task.version != pkasim_version():
         raise PkasimError(f"this worker runs pkasim {pkasim_version()}, the sweep expects {task.version}: "

@@ -11,8 +11,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
-from .spec import METRICS, Sweep
+from pkasim.base.errors import OutputError
+from pkasim.sweep.spec import METRICS, Sweep
 
 PER_POINT = ("point", "key", "message", "cache_key", "error", "verified")  # not what a group is named by
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bench import BUILD_DIR
-from ..config import DEFAULT_CONFIG, load_yaml
-from ..errors import ConfigError
+from pkasim.base.errors import ConfigError
+from pkasim.chip.config import DEFAULT_CONFIG, load_yaml
+from pkasim.rsa.bench import BUILD_DIR
 
 METRICS = ("cycles", "instructions", "ms", "ops_per_s", "pka_ops", "busy_share", "firmware_ms")
 DEFAULT_METRICS = ("cycles", "ms", "ops_per_s", "pka_ops", "busy_share")

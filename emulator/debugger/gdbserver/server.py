@@ -19,15 +19,14 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from emulator.errors import PkasimError, UsageError
-from emulator.machine import Machine
-from emulator.profiler import Profiler
-from emulator.results import StopReason
-
-from ..timetravel import HISTORY_START, TimeTravel
-from ..timetravel import Stop as TtStop
-from .packets import MAX_PACKET, Ack, Bad, Interrupt, Packet, Reader, frame
-from .target import REGISTERS, target_xml
+from pkasim.analysis.profiler import Profiler
+from pkasim.base.errors import PkasimError, UsageError
+from pkasim.core.machine import Machine
+from pkasim.core.results import StopReason
+from pkasim.debugger.gdbserver.packets import MAX_PACKET, Ack, Bad, Interrupt, Packet, Reader, frame
+from pkasim.debugger.gdbserver.target import REGISTERS, target_xml
+from pkasim.debugger.timetravel import HISTORY_START, TimeTravel
+from pkasim.debugger.timetravel import Stop as TtStop
 
 log = logging.getLogger("pkasim.gdbserver")
 
