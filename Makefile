@@ -10,7 +10,7 @@ NATIVE := $(VENV)/.native
 CONFIG ?= configs/ciu98320b.yaml
 FW_CC  ?=
 
-.PHONY: demo test fuzz firmware setup lint bench clean
+.PHONY: demo test fuzz firmware setup lint bench dist clean
 
 demo: setup firmware
 	@echo "== hello: a C firmware boots on the emulated SC000 and prints through semihosting"
@@ -47,6 +47,13 @@ $(NATIVE): emulator/native/state.c emulator/native/cyclehook.c emulator/native/c
 firmware: setup
 	$(MAKE) -s -C firmware PYTHON=$(PY) CONFIG=$(abspath $(CONFIG)) $(if $(FW_CC),CC=$(FW_CC))
 
+# The sdist and the wheel in dist/ (docs/packaging.md): the wheel is built from the sdist
+# and carries the firmware images `make firmware` built, with their manifest.
+dist: setup firmware
+	rm -rf dist *.egg-info
+	$(PY) -m build --no-isolation --outdir dist .
+	$(PY) -m twine check --strict dist/*
+
 bench: setup firmware
 	$(VENV)/bin/python benchmarks/emu_speed.py
 
@@ -61,7 +68,7 @@ lint: setup
 
 clean:
 	$(MAKE) -s -C firmware clean
-	rm -rf build *.egg-info emulator/_cyclehook*.so .pytest_cache .ruff_cache
+	rm -rf build dist *.egg-info emulator/native/_cyclehook*.so .pytest_cache .ruff_cache
 
 distclean: clean
 	rm -rf $(VENV)

@@ -1,12 +1,11 @@
-"""Options every command shares: -v/-vv and -q before or after the command, --config
-as a file or a bundled chip's name, and help pages that print no path into pkasim's
-own tree (a user's `pkasim run --help` shows `ciu98320b`, not /home/.../configs/...)."""
+"""Options every command shares: -v/-vv and -q before or after the command, and help
+pages that print no path into pkasim's own tree (a user's `pkasim run --help` shows
+`ciu98320b`, not /home/.../configs/...; tests/test_packaging.py checks the chip's name)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pkasim.chip.config import DEFAULT_CHIP, bundled_chips
 from pkasim.cli.main import build_parser, main
 
 COMMANDS = sorted(build_parser()._subparsers._group_actions[0].choices)  # noqa: SLF001 - argparse's own table
@@ -52,23 +51,3 @@ def test_help_prints_no_path_into_the_checkout(capsys, repo, command):
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert str(repo) not in out and "/configs/" not in out and "firmware/build" not in out, out
-
-
-@pytest.mark.parametrize("command", ["run", "profile", "debug", "gdbserver", "ct-check", "bench", "sign", "card"])
-def test_help_names_the_default_chip(capsys, command):
-    with pytest.raises(SystemExit):
-        build_parser().parse_args([command, "--help"])
-    assert f"default: {DEFAULT_CHIP}" in " ".join(capsys.readouterr().out.split())
-
-
-def test_config_takes_a_bundled_chip_by_name(capsys, elf):
-    code, err = stderr_of(capsys, ["run", str(elf("hello")), "--config", "victor-radix16"])
-    assert code == 0
-    assert "Victor" in err  # the summary's chip line
-
-
-def test_an_unknown_chip_name_is_exit_66_listing_the_bundled_ones(capsys, elf):
-    code, err = stderr_of(capsys, ["run", str(elf("hello")), "--config", "no-such-chip"])
-    assert code == 66
-    assert err.startswith("pkasim: error: no-such-chip: no such config file, nor a bundled chip")
-    assert all(name in err for name in bundled_chips())

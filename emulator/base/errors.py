@@ -18,6 +18,7 @@ from __future__ import annotations
 EXIT_USAGE = 64  # command line misuse (also argparse's own errors, remapped)
 EXIT_BAD_INPUT = 65  # a malformed or unfitting ELF, a bad --load/--dump
 EXIT_NO_INPUT = 66  # a file that does not exist or cannot be read
+EXIT_UNAVAILABLE = 69  # something pkasim needs is not there: a Dask scheduler, an optional package, its native library
 EXIT_INTERNAL = 70  # a bug in pkasim: please report it
 EXIT_OS = 71  # the host ran out of memory (sysexits EX_OSERR)
 EXIT_IO = 74  # output that cannot be written (a full disk, a pipe closed by its reader)
@@ -50,6 +51,14 @@ class InputMissingError(PkasimError):
     """A file named on the command line that cannot be opened."""
 
     exit_code = EXIT_NO_INPUT
+
+
+class UnavailableError(PkasimError):
+    """What a command needs is not installed or does not answer (sysexits EX_UNAVAILABLE):
+    the optional package behind an extra (``pip install 'pkasim[sweep]'``), pkasim's own
+    native library in a broken installation, a Dask scheduler."""
+
+    exit_code = EXIT_UNAVAILABLE
 
 
 class UsageError(PkasimError):

@@ -28,12 +28,11 @@ from typing import Any
 
 import yaml
 
-from pkasim.base import limits
+from pkasim.base import limits, resources
 from pkasim.base.errors import ConfigError, InputMissingError
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
-DEFAULT_CHIP = "ciu98320b"
-DEFAULT_CONFIG = CONFIG_DIR / f"{DEFAULT_CHIP}.yaml"
+DEFAULT_CONFIG = resources.default_chip()  # configs/ciu98320b.yaml, bundled as package data
+DEFAULT_CHIP = resources.DEFAULT_CHIP  # its name, as `--config` takes it and `--help` shows it
 
 CORE_TYPES = {"sc000": "ARMv6-M", "cortex-m0": "ARMv6-M"}
 # The parameters each peripheral model takes besides type, base and irq.
@@ -583,33 +582,12 @@ def _decode(data: bytes, source: str, what: str = "a chip file") -> str:
         raise ConfigError(f"{source}:{line}: not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column}") from None
 
 
-def bundled_chips() -> list[str]:
-    """The names ``load_config`` takes for the chip files pkasim ships (configs/ and
-    configs/presets/), so that a command line need not spell their paths."""
-    return sorted({p.stem for d in (CONFIG_DIR, CONFIG_DIR / "presets") for p in d.glob("*.yaml")})
-
-
-def resolve_config(path: str | Path | None) -> Path:
-    """The file a --config value means: the default chip for None; a file that exists;
-    else a bare name (no directory, no suffix) of a bundled chip, ``ciu98320b`` or
-    ``victor-radix16``. Anything else stays as given (and fails to open with its name)."""
-    if path is None:
-        return DEFAULT_CONFIG
-    path = Path(path)
-    if path.exists() or path.suffix or len(path.parts) != 1:
-        return path
-    for found in (CONFIG_DIR / f"{path.name}.yaml", CONFIG_DIR / "presets" / f"{path.name}.yaml"):
-        if found.is_file():
-            return found
-    raise InputMissingError(f"{path}: no such config file, nor a bundled chip of that name "
-                            f"(bundled: {', '.join(bundled_chips())})")
-
-
 def load_config(path: str | Path | None = None) -> ChipConfig:
-    """Read and check a chip description (a path, or a bundled chip's name: see
-    ``resolve_config``); raises ConfigError with file, key and line, or
-    InputMissingError when the file cannot be read at all."""
-    path = resolve_config(path)
+    """Read and check a chip description; raises ConfigError with file, key and line,
+    or InputMissingError when the file cannot be read at all. A string that names no
+    file may name a bundled chip (``ciu98320b``, ``presets/victor-radix16``); a Path is
+    taken as it is."""
+    path = resources.resolve_chip(path) if path is not None else DEFAULT_CONFIG
     source = str(path)
     return parse_config(_read_text(path, "no such config file", "cannot read config"), source)
 
@@ -630,6 +608,8 @@ def _resolve(text: str, source: str, chain: tuple[str, ...] = ()) -> _Node:
     if not isinstance(ext.value, str) or not ext.value:
         raise ConfigError(f"{source}:{ext.line}: extends: expected the path of a base config")
     base_path = (Path(source).parent / ext.value) if not Path(ext.value).is_absolute() else Path(ext.value)
+    if not base_path.exists() and (named := resources.bundled(ext.value)) is not None:
+        base_path = named  # `extends: ciu98320b`: a bundled chip by name, from a chip file anywhere
     if str(base_path.resolve()) in chain:
         raise ConfigError(f"{source}:{ext.line}: extends: {ext.value} makes a cycle of base configs")
     if len(chain) >= limits.CONFIG_MAX_EXTENDS:
@@ -665,6 +645,7 @@ def load_layered(path: str | Path, overlays: Sequence[tuple[str, str]]) -> tuple
     ``extends:`` is dropped, so a preset written against the default chip applies its
     differences to ``path``. Returns the chip and its resolved description as plain
     values (what ``pkasim sweep`` keys its result cache on)."""
+    path = resources.resolve_chip(path)
     source = str(path)
     root = _resolve(_read_text(path, "no such config file", "cannot read config"), source)
     for text, where in overlays:

@@ -11,9 +11,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pkasim.base.errors import LoadError, UsageError
-from pkasim.chip.config import DEFAULT_CONFIG, load_config
+from pkasim.base import resources
+from pkasim.base.errors import UsageError
+from pkasim.chip.config import DEFAULT_CHIP, DEFAULT_CONFIG, load_config
 from pkasim.rsa.bench import BUILD_DIR, JOBS, ConfigResult, JobResult, ratios, run_job, to_json
+
+HELP = "RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips"
 
 RATIO_TEXT = {
     "rsa4096_xrsa_vs_rsa2048_pka": "RSA-4096 by xRSA (paper variant) vs RSA-2048 on the PKA",
@@ -30,6 +33,21 @@ RATIO_TEXT = {
 }
 
 
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help=HELP)
+    p.add_argument("--config", action="append", default=[], metavar="CHIP",
+                   help=f"chip file or bundled chip name; repeat to compare chips side by side (default: {DEFAULT_CHIP})")
+    p.add_argument("--json", metavar="FILE", help="write every figure as JSON ('-' for stdout)")
+    p.add_argument("--plot", metavar="FILE", help="write a chart (.png or .svg; needs pkasim[plot])")
+    p.add_argument("--only", action="append", default=[], metavar="JOB",
+                   help="run only these jobs (repeatable): " + ", ".join(j.key for j in JOBS))
+    p.add_argument("--build-dir", default=None, help="where the firmware images are (default: the bundled images)")
+
+
+def main(args: argparse.Namespace, console: Console) -> int:
+    return run_bench(args, console)
+
+
 def run_bench(args: argparse.Namespace, console: Console) -> int:
     if not console.is_terminal:
         console = Console(file=console.file, highlight=False, width=150)  # tables are read in logs too
@@ -40,9 +58,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
     if unknown:
         raise UsageError(f"unknown job {', '.join(sorted(unknown))} (known: {', '.join(j.key for j in JOBS)})")
     build = Path(args.build_dir) if args.build_dir else BUILD_DIR
-    for job in jobs:
-        if not (build / job.image).exists():
-            raise LoadError(f"{build / job.image}: not built (run 'make firmware')")
+    for job in jobs:  # every image is there before the first job runs
+        resources.image(job.image, build if args.build_dir else None)
 
     results: list[ConfigResult] = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pkasim.base import limits
 from pkasim.base.errors import InputMissingError, LoadError, OutputError
 from pkasim.chip.config import DEFAULT_CHIP, load_config
+from pkasim.cli.streams import Guarded
 from pkasim.core.machine import Machine, RunResult
 from pkasim.host.hostfiles import HostDir
 
 DEFAULT_BUDGET_SECONDS = 600  # modeled seconds before a run that never exits is stopped
-# --config: None is the default chip; help never shows a path into pkasim's own tree.
-CONFIG_HELP = f"chip description: a YAML file, or a bundled chip's name (default: {DEFAULT_CHIP})"
 
 
 def parse_int(text: str) -> int:
@@ -46,10 +42,19 @@ def symbol_file(text: str) -> tuple[str, str]:
     return sym, path
 
 
+CONFIG_HELP = f"chip file (YAML) or bundled chip name (`pkasim configs` lists them); default: {DEFAULT_CHIP}"
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """--config: a chip file or a bundled chip's name. Left out, the bundled default chip
+    (by its file, so that no file named like it in the working directory stands in)."""
+    parser.add_argument("--config", default=None, help=CONFIG_HELP)
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """FIRMWARE, --config, --max-cycles, --load, --dump, -q."""
     parser.add_argument("firmware", help="the ELF image to run")
-    parser.add_argument("--config", default=None, help=CONFIG_HELP)
+    add_config_option(parser)
     parser.add_argument("--max-cycles", type=parse_int, default=None,
                         help=f"stop after this many cycles (default: {DEFAULT_BUDGET_SECONDS} modeled seconds; "
                              "0 = no limit)")
@@ -78,36 +83,6 @@ def read_file(path: str, limit: int, what: str) -> bytes:
     if len(data) > limit:
         raise LoadError(f"{path}: more than {limit:,} bytes, {what}")
     return data
-
-
-def _output_problem(what: str, exc: OSError) -> OutputError:
-    if exc.errno == errno.EPIPE:
-        return OutputError(f"{what}: the reading end of the pipe was closed; the run was stopped")
-    return OutputError(f"{what}: cannot write: {exc.strerror or exc}")
-
-
-class Guarded:
-    """A standard stream whose write failures (EPIPE, ENOSPC...) become one OutputError,
-    raised where the write happens (the firmware's semihosted output stops the run)."""
-
-    def __init__(self, stream: Any, what: str) -> None:
-        self._stream = stream
-        self._what = what
-
-    def write(self, data: Any) -> int:
-        try:
-            return self._stream.write(data)
-        except OSError as exc:
-            raise _output_problem(self._what, exc) from None
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except OSError as exc:
-            raise _output_problem(self._what, exc) from None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 class _ThroughConsole:
@@ -176,6 +151,8 @@ def run_firmware(args: argparse.Namespace, console: Console,
     bar_total = budget if args.max_cycles else None  # a bar against the default budget says nothing
 
     if show_progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
         with Progress(TextColumn("[bold]running[/bold]"), BarColumn(), TextColumn("{task.fields[status]}"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task("run", total=bar_total, status="")

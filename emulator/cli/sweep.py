@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pkasim.base.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, UsageError
+from pkasim.base.extras import need
 from pkasim.cli.common import write_text
 
 EXIT_FAILED = 1
@@ -37,7 +38,8 @@ def _jobs(text: str) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run a grid of chips, images, key sizes and keys; tables, plots, summary")
-    p.add_argument("sweep", metavar="SWEEP.yaml", help="the sweep file (e.g. configs/sweeps/rsa4096-10ops.yaml)")
+    p.add_argument("sweep", metavar="SWEEP.yaml", help="the sweep file, or a bundled sweep's name "
+                                                     "(`pkasim configs`: sweeps/rsa4096-10ops)")
     p.add_argument("--jobs", "-j", metavar="N", type=_jobs, default=None,
                    help="worker processes of the local engine (default: every core this process may use)")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
@@ -73,6 +75,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("--scheduler is for --engine dask")
     if args.engine == "dask" and args.jobs:
         raise UsageError("--jobs is for the local engine; a Dask cluster has its own workers")
+    need("pyarrow", "sweep", "pkasim sweep")  # the tables are written at the end: say it before the first point
+    if not args.no_plots:
+        need("matplotlib", "sweep", "pkasim sweep's plots (or --no-plots)")
     sweep = read_sweep(args.sweep)
     points = expand(sweep)
     out = Path(args.out) if args.out else Path(f"sweep-{Path(args.sweep).stem}")

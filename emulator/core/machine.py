@@ -76,6 +76,8 @@ class Machine:
         self.bus.irq_exception = {pc.name: FIRST_IRQ + pc.irq for pc in config.peripherals.values()
                                   if isinstance(pc.irq, int)}
         self._wfi_hooks: dict[int, object] = {}
+        self._insn_hooks: dict[object, tuple[int, int]] = {}  # on_instructions handles: [begin, end)
+        self._hooks_changed = False  # since the WFI hooks were placed and the loops decided
         self._wfis: set[int] = set()
         self._setup_cycle_model()
         self._setup_native_exceptions()
@@ -160,9 +162,11 @@ class Machine:
 
     def _place_wfi_hooks(self) -> None:
         """A native hook on each WFI/WFE of the image sleeps without leaving the engine
-        (none where a breakpoint sits: the breakpoint must see the instruction)."""
+        (none where a breakpoint or an instruction hook sits: it must see the
+        instruction, and the native hook would stop the engine before it is called)."""
         uc = self.core.uc
-        wanted = self._wfis - self._loop.breakpoints
+        hooked = self._loop.hooked
+        wanted = {a for a in self._wfis - self._loop.breakpoints if not any(lo <= a < hi for lo, hi in hooked)}
         for addr in set(self._wfi_hooks) - wanted:
             _ucmod.uclib.uc_hook_del(self.core.uch, ctypes.c_size_t(self._wfi_hooks.pop(addr)))  # a native hook
             uc.ctl_remove_cache(addr, addr + 2)
@@ -250,12 +254,14 @@ class Machine:
         if self.image is None:
             raise UsageError("no image loaded")
         until_addr = self._resolve(until) if until is not None else None
+        self._hooks_settled()
         return self._loop.run(max_cycles, until_addr, progress)
 
     def step(self) -> RunResult:
         """Execute exactly one instruction (taking a pending exception counts as one step)."""
         if self.image is None:
             raise UsageError("no image loaded")
+        self._hooks_settled()
         return self._loop.step()
 
     def call(self, function: int | str, *args: int, max_cycles: int = 10**8) -> int:
@@ -509,7 +515,9 @@ class Machine:
         """Call ``callback(address, size, cycle, instruction_number)`` before each
         instruction in [begin, end) executes: ``cycle`` is when it starts, the number
         counts from load. A Python call per instruction, so meant for bounded ranges
-        (the Tarmac trace); returns a handle for ``remove_instruction_hook``."""
+        (the Tarmac trace); returns a handle for ``remove_instruction_hook``. While it is
+        on, the range is never skipped: loops there are not fast-forwarded (idle.c) and
+        a WFI there sleeps after the callback has seen it."""
         core, settler = self.core, self._loop._settler
 
         def hook(uc: object, address: int, size: int, _: object) -> None:
@@ -521,11 +529,28 @@ class Machine:
             callback(address, size, cycle, insns)
 
         handle = core.uc.hook_add(UC_HOOK_CODE, hook, begin=begin, end=max(begin, end - 1))
+        self._insn_hooks[handle] = (begin, max(begin + 1, end))
+        self._loop.hooked = list(self._insn_hooks.values())
+        self._hooks_changed = True
+        self._hooks_settled()
         core.flush_translations()  # hooks only reach code translated after them
         return handle
 
     def remove_instruction_hook(self, handle: object) -> None:
+        """Safe inside the callback (the Tarmac trace stops at its limit there): the WFI
+        hooks and loop verdicts the range held back come back at the next run or step."""
         self.core.uc.hook_del(handle)
+        if self._insn_hooks.pop(handle, None) is not None:
+            self._loop.hooked = list(self._insn_hooks.values())
+            self._hooks_changed = True
+
+    def _hooks_settled(self) -> None:
+        """Instruction hooks came or went: place the native WFI hooks and decide the
+        idle loops again (between runs: neither may change under a running block)."""
+        if self._hooks_changed:
+            self._hooks_changed = False
+            self._place_wfi_hooks()
+            self._loop.forget_loop_verdicts()
 
     def peripheral(self, name: str) -> Peripheral:
         return self.peripherals[name]

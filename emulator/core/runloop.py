@@ -89,6 +89,8 @@ class RunLoop:
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
+        self.hooked: list[tuple[int, int]] = []  # [begin, end) of the Python instruction hooks (Machine.on_instructions)
+        self._counting = False  # Unicorn's instruction-count hook is installed (the last emu_start had count > 0)
         core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
 
     @property
@@ -309,12 +311,24 @@ class RunLoop:
 
         Starting the engine sets the Thumb bit: a core that left Thumb state (a BX to
         an even address) and was stopped before its next instruction gets the fault
-        Unicorn would have raised there instead of a silent restart."""
+        Unicorn would have raised there instead of a silent restart.
+
+        ``count`` stops after that many instructions through a code hook Unicorn adds
+        on the first counting start and drops (flushing every block) on the next start
+        without a count. Blocks translated before the hook was added do not call it
+        (unicorn issue #2200): a step after a run would execute a cached block, or a
+        whole loop of them, to its end. So the first counting start after a run
+        flushes the translated blocks (not the code cache: costs do not change); the
+        steps that follow translate with the hook, and the next run costs one flush
+        either way (Unicorn's own)."""
         core = self.core
         s = core.state
         while True:
             if not core.rd(A.UC_ARM_REG_XPSR) & (1 << 24):
                 raise UcError(UC_ERR_INSN_INVALID)
+            if count and not self._counting:
+                core.uc.ctl_flush_tb()
+            self._counting = count > 0
             core.uc.emu_start(begin | 1, until, count=count)
             if s.stop_reason != native.STOP_WATCH:
                 return
@@ -464,9 +478,6 @@ class RunLoop:
         self._mem_fault = None
         pc = core.pc
         self._bps.skip = pc
-        # A block translated earlier can run past the one-instruction count (seen
-        # entering a handler): translate the block at PC again for this step.
-        core.uc.ctl_remove_cache(pc, pc + 2)
         try:
             self.emu(pc, 0xFFFFFFFF, count=1)
             if s.stop_reason in (native.STOP_ALIGN, native.STOP_UNDEF) and \
@@ -600,11 +611,13 @@ class RunLoop:
     def _loop_verdict(self, start: int, end: int, until: int | None, key: int) -> None:
         """May the loop whose code is [start, end) be fast-forwarded (idle.c)? Once per
         loop: only loads, arithmetic, compares and branches, nothing a debugger
-        watches. The answer goes to the native table under ``key`` (start for a loop of
-        one block, start | 1 for several) and ``end``; the run goes on at ``start``."""
+        watches (a breakpoint, a read watchpoint, or an instruction hook, which must see
+        every instruction: time travel's replays stop on one). The answer goes to the
+        native table under ``key`` (start for a loop of one block, start | 1 for
+        several) and ``end``; the run goes on at ``start``."""
         s = self.core.state
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
-            and not self.watch.watches_reads
+            and not self.watch.watches_reads and not any(lo < end and start < hi for lo, hi in self.hooked)
         if ok:
             try:
                 ok = loop_can_idle(self.bus.read_memory(start, end - start), start)

@@ -25,8 +25,8 @@ from pkasim.rsa.bench import Job, run_job
 from pkasim.rsa.rsakey import RsaKey
 
 RESULT_SCHEMA = "pkasim.sweep.point/1"  # the layout of a stored result; bump to drop old entries
-_ROOT = Path(__file__).resolve().parent.parent.parent
 FRONT_ENDS = {"cli", "sweep", "emulator/rsa/plot.py"}
+DATA = {"configs", "firmware", "peripherals"}  # folders inside an installed pkasim that are not its model code
 
 
 @dataclass(frozen=True)
@@ -43,24 +43,27 @@ class Task:
 
 @lru_cache(maxsize=1)
 def pkasim_version() -> str:
-    """The package version and a digest of the model's sources (emulator/ and
-    peripherals/, .py .c .h, without the front ends that only drive it: the
-    subcommands, the sweep package, the CLI and the bench's table and chart): the
-    version number alone does not change when a cycle rule does, and a stale cycle
-    count must never come back from the cache."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The package version and a digest of the model's sources (the package's .py .c .h,
+    without the front ends that only drive it: the subcommands, the sweep package, the
+    CLI and the bench's table and chart): the version number alone does not change when
+    a cycle rule does, and a stale cycle count must never come back from the cache.
 
-    try:
-        number = version("pkasim")
-    except PackageNotFoundError:
-        number = "unknown"
+    The files are named as in the repository (``emulator/...``, ``peripherals/...``),
+    so a checkout and a wheel built from it (which carries the C sources as package
+    data) give the same digest, wherever each is installed."""
+    import pkasim
+    import pkasim.peripherals
+
     digest = hashlib.sha256()
-    for top in ("emulator", "peripherals"):
-        for path in sorted((_ROOT / top).rglob("*")):
-            rel = path.relative_to(_ROOT)
-            if path.suffix in (".py", ".c", ".h") and not FRONT_ENDS & {rel.parts[1], str(rel)}:
-                digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
-    return f"{number}+{digest.hexdigest()[:16]}"
+    for top, folder in (("emulator", Path(pkasim.__file__).parent), ("peripherals", Path(pkasim.peripherals.__file__).parent)):
+        for path in sorted(folder.rglob("*")):
+            inner = path.relative_to(folder)
+            if top == "emulator" and inner.parts[0] in DATA:
+                continue
+            rel = Path(top) / inner
+            if path.suffix in (".py", ".c", ".h") and not FRONT_ENDS & {rel.parts[1], rel.as_posix()}:
+                digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{pkasim.__version__}+{digest.hexdigest()[:16]}"
 
 
 def cache_key(task: Task, description: Any) -> str:
