@@ -34,10 +34,10 @@ operations) describe the run since the last reset: ``reset()`` clears them, as i
 clears the registers, any operation in progress and PKA RAM.
 
 Native fast path: in a machine, ``pka_fast.c`` serves the common accesses (registers
-and PKA RAM while idle, SR, CLRFR, a valid MONTMUL, or MONTMUL2 on a chip with the pair,
-from START to its done interrupt) without a Python call, on this model's own state
-record (``PkaState``), and hands everything else to ``read``/``write`` here. This file
-stays the specification.
+and PKA RAM while idle, SR, CLRFR, a valid MONTMUL, MODADD, MODSUB, ADD or SUB, and
+MONTMUL2 on a chip with the pair, from START to its done interrupt) without a Python
+call, on this model's own state record (``PkaState``), and hands everything else to
+``read``/``write`` here. This file stays the specification.
 """
 
 from __future__ import annotations
@@ -151,6 +151,8 @@ CAPABILITIES: dict[Reg, Callable[[Pka], int]] = {
 PAIR_COMMAND = Command("MONTMUL2", COMMANDS[0x01].function, True)  # montmul_pair chips only
 OPCODES = {command.name: opcode for opcode, command in COMMANDS.items()} | {"MONTMUL2": OP_MONTMUL2}  # for events
 OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
+FAST_OPS = 7  # the native path serves opcodes 1..6 (COMMANDS, MONTMUL2); its tables are indexed by opcode
+FAST_COMMANDS = {**COMMANDS, OP_MONTMUL2: PAIR_COMMAND}  # what each of its opcodes counts as
 
 
 class PkaState(ctypes.Structure):
@@ -169,18 +171,20 @@ class PkaState(ctypes.Structure):
         ("max_words", ctypes.c_uint32),
         ("fast_on", ctypes.c_uint32),
         ("ram", ctypes.c_void_p),
-        ("montmul_cycles", ctypes.c_void_p),
+        ("op_cycles", ctypes.c_void_p),  # busy cycles by [opcode][LEN]
         ("core", ctypes.c_void_p),
         ("py_access", ctypes.c_void_p),
         ("p_words", ctypes.c_uint32),
         ("p_rptr", ctypes.c_uint32),
         ("p_start", ctypes.c_uint64),
         ("p_cycles", ctypes.c_uint32),
+        ("p_op", ctypes.c_uint32),
+        ("p_carry", ctypes.c_uint32),
         ("pad", ctypes.c_uint32),
         ("result", ctypes.c_uint32 * MAX_WORDS_LIMIT),
-        ("montmuls", ctypes.c_uint64),
+        ("ops", ctypes.c_uint64 * FAST_OPS),  # finished operations by opcode
         ("busy_total", ctypes.c_uint64),
-        ("by_len", ctypes.c_uint64 * (MAX_WORDS_LIMIT + 1)),
+        ("by_len", (ctypes.c_uint64 * (MAX_WORDS_LIMIT + 1)) * FAST_OPS),
         ("log", ctypes.c_void_p),
         ("log_n", ctypes.c_uint32),
         ("log_cap", ctypes.c_uint32),
@@ -188,11 +192,9 @@ class PkaState(ctypes.Structure):
         ("pad2", ctypes.c_uint32),
         ("strict", ctypes.c_uint32),  # strict_operands: the fast path leaves A or B >= N to _start
         ("pair", ctypes.c_uint32),  # montmul_pair: the fast path serves MONTMUL2 too
-        ("p_op", ctypes.c_uint32),  # the fast path's operation in flight: OP_MONTMUL or OP_MONTMUL2
-        ("p_r2ptr", ctypes.c_uint32),
+        ("p_r2ptr", ctypes.c_uint32),  # MONTMUL2 in flight: where its second result goes
+        ("pad3", ctypes.c_uint32),
         ("result2", ctypes.c_uint32 * MAX_WORDS_LIMIT),
-        ("pairs", ctypes.c_uint64),  # MONTMUL2s the fast path finished
-        ("pair_by_len", ctypes.c_uint64 * (MAX_WORDS_LIMIT + 1)),
     ]
 
 
@@ -355,8 +357,11 @@ class Pka(Peripheral):
         self._ram_buf = (ctypes.c_uint8 * ram_size)()
         self.state.ram = ctypes.addressof(self._ram_buf)
         self.ram = memoryview(self._ram_buf).cast("B")
-        self._montmul_cycles = (ctypes.c_uint32 * (max_words + 1))(*self._cycles["montmul"])
-        self.state.montmul_cycles = ctypes.addressof(self._montmul_cycles)
+        self._op_cycles = ((ctypes.c_uint32 * (MAX_WORDS_LIMIT + 1)) * FAST_OPS)()
+        for opcode, command in COMMANDS.items():
+            self._op_cycles[opcode][:max_words + 1] = self._cycles[command.key]
+        self._op_cycles[OP_MONTMUL2][:max_words + 1] = self._cycles["montmul"]  # one MONTMUL's busy time
+        self.state.op_cycles = ctypes.addressof(self._op_cycles)
         self.regs = _Regs(self.state)
         self._native = None  # the fast path's library, once a machine attaches it
         self._event: Event | None = None
@@ -420,9 +425,9 @@ class Pka(Peripheral):
         self._log: list[Operation] = []
         self._log_truncated = False
         st = self.state
-        st.montmuls = st.pairs = st.busy_total = 0
+        st.busy_total = 0
+        ctypes.memset(st.ops, 0, ctypes.sizeof(st.ops))
         ctypes.memset(st.by_len, 0, ctypes.sizeof(st.by_len))
-        ctypes.memset(st.pair_by_len, 0, ctypes.sizeof(st.pair_by_len))
         if self._native is not None:
             self._native.pk_pka_free_log(ctypes.byref(st))
         self._counting_since = self.clock.now
@@ -452,20 +457,21 @@ class Pka(Peripheral):
     @property
     def operations(self) -> Counter[str]:
         ops = Counter(self._operations)
-        if self.state.montmuls:
-            ops["MONTMUL"] += self.state.montmuls
-        if self.state.pairs:
-            ops["MONTMUL2"] += self.state.pairs
+        for opcode, command in FAST_COMMANDS.items():
+            if self.state.ops[opcode]:
+                ops[command.name] += self.state.ops[opcode]
         return ops
 
     @property
     def by_length(self) -> Counter[tuple[str, int]]:
         lengths = Counter(self._by_length)
-        for words in range(1, self.max_words + 1):
-            if self.state.by_len[words]:
-                lengths[("montmul", words)] += self.state.by_len[words]
-            if self.state.pair_by_len[words]:
-                lengths[("montmul2", words)] += self.state.pair_by_len[words]
+        for opcode, command in FAST_COMMANDS.items():
+            if not self.state.ops[opcode]:
+                continue
+            row = self.state.by_len[opcode]
+            for words in range(1, self.max_words + 1):
+                if row[words]:
+                    lengths[(command.key, words)] += row[words]
         return lengths
 
     @property
@@ -478,8 +484,7 @@ class Pka(Peripheral):
         if not st.log_n:
             return list(self._log)
         fast = ctypes.cast(st.log, ctypes.POINTER(_FastOp * st.log_n)).contents
-        merged = self._log + [Operation("MONTMUL2" if op.op == OP_MONTMUL2 else "MONTMUL", op.words, op.start, op.end)
-                              for op in fast]
+        merged = self._log + [Operation(FAST_COMMANDS[op.op].name, op.words, op.start, op.end) for op in fast]
         merged.sort(key=lambda op: op.start_cycle)
         return merged[:LOG_LIMIT]
 

@@ -38,7 +38,8 @@ from pkasim.cli.streams import Guarded, quiet_broken_streams, say
 # importing the module. tests/test_packaging.py checks each line against its module's.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pkasim.cli.run", "run a firmware image headless and report cycles"),
-    "bench": ("pkasim.cli.bench", "RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips"),
+    "bench": ("pkasim.cli.bench", "RSA-2048 vs RSA-4096 (xRSA) vs software, and the ECC operations, on one or more "
+                                  "chips"),
     "profile": ("pkasim.cli.profile", "per-function cycle profile of a run (inclusive, exclusive, waiting, PKA)"),
     "diff": ("pkasim.cli.diff", "compare two profiles (pkasim profile --json) function by function"),
     "regress": ("pkasim.cli.regress", "check cycle, function, PKA and size metrics against reviewed baselines"),

@@ -4,9 +4,9 @@ run a grid of chips, images, key sizes, keys and inputs (docs/sweep.md).
 Reads the sweep file (pkasim.sweep.spec), expands and checks every chip before any
 run, takes what the result cache holds, runs the rest on local processes or a Dask
 cluster with a progress bar, and writes results.parquet, results.csv, summary.md and
-the plots to --out. Exit 0 when every point ran and matched m^d mod n, 1 when one did
-not, 130 after Ctrl-C, 143 after SIGTERM (the finished points are kept: in the cache
-and in the tables).
+the plots to --out. Exit 0 when every point ran and matched its reference (m^d mod n, or
+cryptography's for a curve job), 1 when one did not, 130 after Ctrl-C, 143 after
+SIGTERM (the finished points are kept: in the cache and in the tables).
 """
 
 from __future__ import annotations

@@ -112,7 +112,8 @@ class RunLoop:
         at it afresh."""
         self.core.lib.pk_native_changed(self.core.state_ref)
         self.core.lib.pk_native_due(self.core.state_ref)
-        self.clock.run_due()
+        if self.clock.run_due():
+            self.core.state.dev_events += 1  # an idle loop's registers may predate the event (idle.c)
 
     # ------------------------------------------------------------------ running
     def run(self, max_cycles: int | None, until: int | None,

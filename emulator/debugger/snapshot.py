@@ -39,7 +39,7 @@ _WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_w
            "id_control", "id_msp", "id_psp", "id_xpsr", "id_ipsr", "fetch_ws", "flash_base", "flash_end",
            "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit")
 # PkaState fields owned by the native log (pointer and capacity) or the wiring.
-_PKA_KEEP = ("log", "log_cap", "ram", "montmul_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
+_PKA_KEEP = ("log", "log_cap", "ram", "op_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
 # PkState fields not kept at all: the idle-loop verdict tables (36 KiB), a cache that
 # restore() empties anyway (verdicts are decided again against today's breakpoints).
 _CACHE_FIELDS = ("verdict_addr", "verdict_end", "verdict")

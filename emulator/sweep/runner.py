@@ -52,9 +52,10 @@ def tasks_for(sweep: Sweep, points: list[Point], cache: ResultCache | None = Non
     out = []
     for p in points:
         data, sha = _elf(p.image, elves)
-        key = cached_key(cache, p.key_bits, p.key)
+        key = cached_key(cache, p.key_bits, p.key) if not p.ecc_job else None
         task = Task(config=p.chip.config, elf=data, elf_sha256=sha, image=p.firmware, key=key,
-                    message=sweep_message(key, p.message), profile=bool(sweep.functions), version=pkasim_version())
+                    message=sweep_message(key, p.message) if key is not None else 0, profile=bool(sweep.functions),
+                    version=pkasim_version(), ecc_job=p.ecc_job)
         out.append((p, task, cache_key(task, p.chip.description)))
     return out
 
@@ -82,7 +83,8 @@ def row(sweep: Sweep, point: Point, key: str, result: dict[str, Any] | None, err
         for kind in ("exclusive", "inclusive", "calls"):
             out[f"{name}.{kind}"] = f[kind] if f else (0 if ok else None)
     out["verified"] = bool(ok and result["verified"])
-    out["error"] = error or ("" if not ok or result["verified"] else "result does not match m^d mod n")
+    wrong = "result does not match cryptography's" if point.ecc_job else "result does not match m^d mod n"
+    out["error"] = error or ("" if not ok or result["verified"] else wrong)
     out["cache_key"] = key
     return out
 
