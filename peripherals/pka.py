@@ -34,9 +34,10 @@ operations) describe the run since the last reset: ``reset()`` clears them, as i
 clears the registers, any operation in progress and PKA RAM.
 
 Native fast path: in a machine, ``pka_fast.c`` serves the common accesses (registers
-and PKA RAM while idle, SR, CLRFR, a valid MONTMUL, MODADD, MODSUB, ADD or SUB from START
-to its done interrupt) without a Python call, on this model's own state record (``PkaState``), and hands
-everything else to ``read``/``write`` here. This file stays the specification.
+and PKA RAM while idle, SR, CLRFR, a valid MONTMUL, MODADD, MODSUB, ADD or SUB, and
+MONTMUL2 on a chip with the pair, from START to its done interrupt) without a Python
+call, on this model's own state record (``PkaState``), and hands everything else to
+``read``/``write`` here. This file stays the specification.
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ CAPABILITIES: dict[Reg, Callable[[Pka], int]] = {
 PAIR_COMMAND = Command("MONTMUL2", COMMANDS[0x01].function, True)  # montmul_pair chips only
 OPCODES = {command.name: opcode for opcode, command in COMMANDS.items()} | {"MONTMUL2": OP_MONTMUL2}  # for events
 OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
-FAST_OPS = 6  # the native path serves opcodes 1..5 (COMMANDS); its tables are indexed by opcode
+FAST_OPS = 7  # the native path serves opcodes 1..6 (COMMANDS, MONTMUL2); its tables are indexed by opcode
+FAST_COMMANDS = {**COMMANDS, OP_MONTMUL2: PAIR_COMMAND}  # what each of its opcodes counts as
 
 
 class PkaState(ctypes.Structure):
@@ -190,6 +192,10 @@ class PkaState(ctypes.Structure):
         ("pad2", ctypes.c_uint32),
         ("strict", ctypes.c_uint32),  # strict_operands: the fast path leaves A or B >= N to _start
         ("py_starts", ctypes.c_uint32),  # a fault is armed (arm_fault): every START comes to _start
+        ("pair", ctypes.c_uint32),  # montmul_pair: the fast path serves MONTMUL2 too
+        ("p_r2ptr", ctypes.c_uint32),  # MONTMUL2 in flight: where its second result goes
+        ("pad3", ctypes.c_uint32),
+        ("result2", ctypes.c_uint32 * MAX_WORDS_LIMIT),
     ]
 
 
@@ -360,12 +366,14 @@ class Pka(Peripheral):
         self.state.ram_size = ram_size
         self.state.max_words = max_words
         self.state.strict = int(strict_operands)
+        self.state.pair = int(montmul_pair)
         self._ram_buf = (ctypes.c_uint8 * ram_size)()
         self.state.ram = ctypes.addressof(self._ram_buf)
         self.ram = memoryview(self._ram_buf).cast("B")
         self._op_cycles = ((ctypes.c_uint32 * (MAX_WORDS_LIMIT + 1)) * FAST_OPS)()
         for opcode, command in COMMANDS.items():
             self._op_cycles[opcode][:max_words + 1] = self._cycles[command.key]
+        self._op_cycles[OP_MONTMUL2][:max_words + 1] = self._cycles["montmul"]  # one MONTMUL's busy time
         self.state.op_cycles = ctypes.addressof(self._op_cycles)
         self.regs = _Regs(self.state)
         self._native = None  # the fast path's library, once a machine attaches it
@@ -483,7 +491,7 @@ class Pka(Peripheral):
     @property
     def operations(self) -> Counter[str]:
         ops = Counter(self._operations)
-        for opcode, command in COMMANDS.items():
+        for opcode, command in FAST_COMMANDS.items():
             if self.state.ops[opcode]:
                 ops[command.name] += self.state.ops[opcode]
         return ops
@@ -491,7 +499,7 @@ class Pka(Peripheral):
     @property
     def by_length(self) -> Counter[tuple[str, int]]:
         lengths = Counter(self._by_length)
-        for opcode, command in COMMANDS.items():
+        for opcode, command in FAST_COMMANDS.items():
             if not self.state.ops[opcode]:
                 continue
             row = self.state.by_len[opcode]
@@ -510,7 +518,7 @@ class Pka(Peripheral):
         if not st.log_n:
             return list(self._log)
         fast = ctypes.cast(st.log, ctypes.POINTER(_FastOp * st.log_n)).contents
-        merged = self._log + [Operation(COMMANDS[op.op].name, op.words, op.start, op.end) for op in fast]
+        merged = self._log + [Operation(FAST_COMMANDS[op.op].name, op.words, op.start, op.end) for op in fast]
         merged.sort(key=lambda op: op.start_cycle)
         return merged[:LOG_LIMIT]
 

@@ -1,5 +1,5 @@
 /*
- * The PKA's common path in native code: register and PKA RAM accesses, a MONTMUL
+ * The PKA's common path in native code: register and PKA RAM accesses, an operation
  * from START to its end, and the done interrupt, without a Python call.
  *
  * peripherals/pka.py is the model and the reference: its register map, rules and
@@ -7,16 +7,17 @@
  * those rules let through untouched: word accesses to registers and PKA RAM while
  * idle, CLRFR, SR, and a START of MONTMUL with valid operands whose result the CIOS
  * product below reduces completely, of MODADD and MODSUB with both operands below N
- * (one conditional correction), and of ADD and SUB. Anything else (a wrong size, a
- * reserved offset, a write while BUSY, a refused START, a modular operand at or above
- * N, MONTMUL2) is handed to pka.py through ``py_access``, on the same state record, so
- * both paths see one PKA.
+ * (one conditional correction), of ADD and SUB, and, on a chip with the parallel pair,
+ * of MONTMUL2 as of MONTMUL. Anything else (a wrong size, a reserved offset, a write
+ * while BUSY, a refused START, a modular operand at or above N) is handed to pka.py
+ * through ``py_access``, on the same state record, so both paths see one PKA.
  * tests/test_pka_fast.py drives both with the same random programs and compares.
  *
  * Register map (docs/pka.md): 0x00 CR, 0x04 SR, 0x08 CLRFR, 0x0C LEN, 0x10 APTR,
  * 0x14 BPTR, 0x18 NPTR, 0x1C RPTR, 0x20 CARRY, 0x24 LASTCYC, 0x28 MAXLEN, 0x2C RAMSIZE;
- * PKA RAM at 0x400. CAPS (0x30), the parallel pair's A2PTR and R2PTR (0x34, 0x38) and
- * its MONTMUL2 are at or above REG_WINDOW or another opcode: pka.py serves them.
+ * PKA RAM at 0x400. CAPS (0x30) and the parallel pair's A2PTR and R2PTR (0x34, 0x38)
+ * are at or above REG_WINDOW: pka.py serves their accesses; a MONTMUL2 START reads the
+ * pointers from the shared record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,10 @@ enum { CR = 0, SR, CLRFR, LEN, APTR, BPTR, NPTR, RPTR, CARRY, LASTCYC, MAXLEN, R
 #define OP_MODSUB 3
 #define OP_ADD 4
 #define OP_SUB 5
-#define FAST_OPS 6 /* opcodes 1..5 are served here; index 0 unused */
+#define OP_MONTMUL2 6 /* the parallel pair (montmul_pair chips): R = A (x) B, R2 = A2 (x) B */
+#define FAST_OPS 7 /* opcodes 1..6 are served here; index 0 unused */
+#define A2PTR 13   /* 0x34 / 4 */
+#define R2PTR 14   /* 0x38 / 4 */
 #define MAX_WORDS 128
 #define LOG_LIMIT 100000
 
@@ -79,6 +83,9 @@ typedef struct {
     uint32_t log_n, log_cap, log_truncated, pad2;
     uint32_t strict;        /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
     uint32_t py_starts;     /* a fault is armed on a START (Pka.arm_fault): every START is pka.py's */
+    uint32_t pair;          /* montmul_pair: MONTMUL2 is an operation of this chip */
+    uint32_t p_r2ptr, pad3; /* MONTMUL2 in flight: where its second result goes */
+    uint32_t result2[MAX_WORDS];
 } pk_pka;
 
 /* ------------------------------------------------------------------ maths */
@@ -272,6 +279,8 @@ void pk_pka_finish(void *pka) {
     p->fast_busy = 0;
     p->busy = 0;
     memcpy(p->ram + p->p_rptr, p->result, 4u * p->p_words);
+    if (p->p_op == OP_MONTMUL2) /* after R: where they overlap, R2 wins (pka.py _finish) */
+        memcpy(p->ram + p->p_r2ptr, p->result2, 4u * p->p_words);
     p->regs[CARRY] = p->p_carry;
     p->regs[LASTCYC] = p->p_cycles;
     p->ops[p->p_op] += 1;
@@ -305,30 +314,38 @@ static int operand_ok(const pk_pka *p, uint32_t ptr, uint32_t words) {
 }
 
 /* START of an operation this path can serve, computed now and due at done_at; -1 (and
- * nothing changed) for pka.py to check, refuse or compute. */
+ * nothing changed) for pka.py to check, refuse or compute. MONTMUL2 (pka.py
+ * _start_pair): R = A (x) B and R2 = A2 (x) B with one N, every operand read before
+ * either result is written, busy for one MONTMUL (its op_cycles row is MONTMUL's). */
 static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     uint32_t words = p->regs[LEN];
     if (p->py_starts) return -1;
     uint32_t op = (cr & CR_OPCODE) >> CR_OPCODE_SHIFT;
-    if (!(cr & CR_EN) || op < OP_MONTMUL || op > OP_SUB) return -1;
+    int pair = op == OP_MONTMUL2 && p->pair;
+    if (!(cr & CR_EN) || op < OP_MONTMUL || (op > OP_SUB && !pair)) return -1;
     if (words < 1 || words > p->max_words || words > MAX_WORDS) return -1;
-    int uses_n = op <= OP_MODSUB;
+    int uses_n = op <= OP_MODSUB || pair;
     if (!operand_ok(p, p->regs[APTR], words) || !operand_ok(p, p->regs[BPTR], words) ||
         !operand_ok(p, p->regs[RPTR], words) || (uses_n && !operand_ok(p, p->regs[NPTR], words)))
         return -1;
-    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS];
+    if (pair && (!operand_ok(p, p->regs[A2PTR], words) || !operand_ok(p, p->regs[R2PTR], words))) return -1;
+    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS], a2[MAX_WORDS];
     memcpy(a, p->ram + p->regs[APTR], 4u * words);
     memcpy(b, p->ram + p->regs[BPTR], 4u * words);
     if (uses_n) memcpy(n, p->ram + p->regs[NPTR], 4u * words);
+    if (pair) memcpy(a2, p->ram + p->regs[A2PTR], 4u * words);
     /* strict_operands: a modular operand at or above N is pka.py's to refuse (OPERRF);
      * MODADD and MODSUB already leave those to it */
-    if (op == OP_MONTMUL && p->strict && (geq(a, 0, n, words) || geq(b, 0, n, words))) return -1;
+    if ((op == OP_MONTMUL || pair) && p->strict && (geq(a, 0, n, words) || geq(b, 0, n, words))) return -1;
+    if (pair && p->strict && geq(a2, 0, n, words)) return -1;
     uint32_t carry;
-    if (pk_pka_arith(op, p->result, a, b, n, words, &carry) != 0) return -1;
+    if (pk_pka_arith(pair ? OP_MONTMUL : op, p->result, a, b, n, words, &carry) != 0) return -1;
+    if (pair && pk_pka_arith(OP_MONTMUL, p->result2, a2, b, n, words, &carry) != 0) return -1;
     p->p_op = op;
     p->p_carry = carry;
     p->p_words = words;
     p->p_rptr = p->regs[RPTR];
+    p->p_r2ptr = pair ? p->regs[R2PTR] : 0;
     p->p_cycles = p->op_cycles[op * (MAX_WORDS + 1) + words];
     p->p_start = now;
     p->done_at = now + p->p_cycles;

@@ -84,8 +84,8 @@ def test_unrolled_polls_of_the_pka_run_identically_and_are_fast_forwarded(make_m
 
 
 def test_parallel_pair_firmware_on_victor_runs_identically_with_and_without_fast_paths(make_machine, elf):
-    """MONTMUL2 (the Victor preset's parallel pair) is pka.py's alone; the fast path
-    serves the polls and the MONTMULs around it on the same state."""
+    """MONTMUL2 (the Victor preset's parallel pair) from START to its interrupt, the
+    polls and the MONTMULs around it: natively, or all through pka.py, the same run."""
     cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "presets" / "victor-radix16.yaml")
     key = demo_key(2048)
     symbols = [("rsa_input_key", key.pack()), ("rsa_input_msg", (0x1234567 % key.n).to_bytes(256, "big")),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pkasim.base.errors import LoadError
+from pkasim.base.errors import LoadError, Terminated
 from pkasim.sweep.cache import ResultCache
 from pkasim.sweep.grid import Point
 from pkasim.sweep.keys import cached_key, sweep_message
@@ -30,6 +30,7 @@ class SweepRun:
     computed: int = 0
     failed: int = 0
     interrupted: bool = False
+    terminated: bool = False  # ... and by SIGTERM, not Ctrl-C
     errors: list[str] = field(default_factory=list)
 
 
@@ -122,8 +123,9 @@ def run_sweep(sweep: Sweep, points: list[Point], engine: Any, cache: ResultCache
     if tasks:
         try:
             engine.run(list(tasks.items()), done)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             run.interrupted = True
+            run.terminated = isinstance(exc, Terminated)
     run.rows = [rows[i] for i in sorted(rows)]
     run.failed = sum(1 for r in run.rows if not r["verified"])
     return run
