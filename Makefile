@@ -11,7 +11,7 @@ ENGINE := emulator/native/_engine/engine.json
 CONFIG ?= configs/ciu98320b.yaml
 FW_CC  ?=
 
-.PHONY: demo test fuzz firmware setup lint bench clean engine
+.PHONY: demo test fuzz firmware setup lint bench dist clean engine
 
 demo: setup firmware
 	@echo "== hello: a C firmware boots on the emulated SC000 and prints through semihosting"
@@ -56,6 +56,13 @@ engine: | $(STAMP)
 firmware: setup
 	$(MAKE) -s -C firmware PYTHON=$(PY) CONFIG=$(abspath $(CONFIG)) $(if $(FW_CC),CC=$(FW_CC))
 
+# The sdist and the wheel in dist/ (docs/packaging.md): the wheel is built from the sdist
+# and carries the firmware images `make firmware` built, with their manifest.
+dist: setup firmware
+	rm -rf dist *.egg-info
+	$(PY) -m build --no-isolation --outdir dist .
+	$(PY) -m twine check --strict dist/*
+
 bench: setup firmware
 	$(VENV)/bin/python benchmarks/emu_speed.py
 
@@ -70,7 +77,7 @@ lint: setup
 
 clean:
 	$(MAKE) -s -C firmware clean
-	rm -rf build *.egg-info emulator/_cyclehook*.so emulator/native/_engine .pytest_cache .ruff_cache
+	rm -rf build dist *.egg-info emulator/native/_cyclehook*.so emulator/native/_engine .pytest_cache .ruff_cache
 
 distclean: clean
 	rm -rf $(VENV)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"  # the one place the version is written (pyproject.toml reads it from here)
+
 __all__ = ["ChipConfig", "Fault", "Machine", "RunResult", "StopReason", "load_config"]
 
 _HOME = {"ChipConfig": "pkasim.chip.config", "load_config": "pkasim.chip.config",

@@ -18,12 +18,15 @@ from __future__ import annotations
 EXIT_USAGE = 64  # command line misuse (also argparse's own errors, remapped)
 EXIT_BAD_INPUT = 65  # a malformed or unfitting ELF, a bad --load/--dump
 EXIT_NO_INPUT = 66  # a file that does not exist or cannot be read
+EXIT_UNAVAILABLE = 69  # something pkasim needs is not there: a Dask scheduler, an optional package, its native library
 EXIT_INTERNAL = 70  # a bug in pkasim: please report it
 EXIT_OS = 71  # the host ran out of memory (sysexits EX_OSERR)
 EXIT_IO = 74  # output that cannot be written (a full disk, a pipe closed by its reader)
 EXIT_CONFIG = 78  # a bad chip description (YAML)
 EXIT_BUDGET = 124  # --max-cycles reached before the firmware exited
 EXIT_LOCKUP = 125  # the core locked up (a fault inside HardFault)
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + the signal's number, as a shell reports it
+EXIT_TERMINATED = 143  # SIGTERM (kill PID): 128 + 15
 
 
 class PkasimError(Exception):
@@ -50,6 +53,14 @@ class InputMissingError(PkasimError):
     exit_code = EXIT_NO_INPUT
 
 
+class UnavailableError(PkasimError):
+    """What a command needs is not installed or does not answer (sysexits EX_UNAVAILABLE):
+    the optional package behind an extra (``pip install 'pkasim[sweep]'``), pkasim's own
+    native library in a broken installation, a Dask scheduler."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
 class UsageError(PkasimError):
     """A command line or API call that does not make sense."""
 
@@ -61,3 +72,9 @@ class OutputError(PkasimError):
     --json file on a full disk. The run stops, since what it produces is lost."""
 
     exit_code = EXIT_IO
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (pkasim's handler raises it). A KeyboardInterrupt, so that
+    whatever cleans up after Ctrl-C (a sweep keeps its finished points) does the same
+    here; the command line then ends with one line and EXIT_TERMINATED."""

@@ -28,10 +28,11 @@ from typing import Any
 
 import yaml
 
-from pkasim.base import limits
+from pkasim.base import limits, resources
 from pkasim.base.errors import ConfigError, InputMissingError
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "ciu98320b.yaml"
+DEFAULT_CONFIG = resources.default_chip()  # configs/ciu98320b.yaml, bundled as package data
+DEFAULT_CHIP = resources.DEFAULT_CHIP  # its name, as `--config` takes it and `--help` shows it
 
 CORE_TYPES = {"sc000": "ARMv6-M", "cortex-m0": "ARMv6-M"}
 # The parameters each peripheral model takes besides type, base and irq.
@@ -41,6 +42,7 @@ PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
     "scb": ("cpuid",),
     "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands", "clock_hz", "montmul_pair"),
     "usb": ("oscillator",),
+    "trng": ("seed", "word_cycles", "reseed_cycles", "fail_after"),
 }
 PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 
@@ -486,6 +488,7 @@ _MODELS = {
     "scb": ("pkasim.peripherals.scb", "Scb"),
     "pka": ("pkasim.peripherals.pka", "Pka"),
     "usb": ("pkasim.peripherals.usb", "Usb"),
+    "trng": ("pkasim.peripherals.trng", "Trng"),
 }
 # Every ARMv6-M core has an NVIC and an SCB at these addresses (ARMv6-M ARM B3.4,
 # B3.2); a chip file that does not list them still gets them, under these names.
@@ -583,8 +586,10 @@ def _decode(data: bytes, source: str, what: str = "a chip file") -> str:
 
 def load_config(path: str | Path | None = None) -> ChipConfig:
     """Read and check a chip description; raises ConfigError with file, key and line,
-    or InputMissingError when the file cannot be read at all."""
-    path = Path(path) if path is not None else DEFAULT_CONFIG
+    or InputMissingError when the file cannot be read at all. A string that names no
+    file may name a bundled chip (``ciu98320b``, ``presets/victor-radix16``); a Path is
+    taken as it is."""
+    path = resources.resolve_chip(path) if path is not None else DEFAULT_CONFIG
     source = str(path)
     return parse_config(_read_text(path, "no such config file", "cannot read config"), source)
 
@@ -605,6 +610,8 @@ def _resolve(text: str, source: str, chain: tuple[str, ...] = ()) -> _Node:
     if not isinstance(ext.value, str) or not ext.value:
         raise ConfigError(f"{source}:{ext.line}: extends: expected the path of a base config")
     base_path = (Path(source).parent / ext.value) if not Path(ext.value).is_absolute() else Path(ext.value)
+    if not base_path.exists() and (named := resources.bundled(ext.value)) is not None:
+        base_path = named  # `extends: ciu98320b`: a bundled chip by name, from a chip file anywhere
     if str(base_path.resolve()) in chain:
         raise ConfigError(f"{source}:{ext.line}: extends: {ext.value} makes a cycle of base configs")
     if len(chain) >= limits.CONFIG_MAX_EXTENDS:
@@ -640,6 +647,7 @@ def load_layered(path: str | Path, overlays: Sequence[tuple[str, str]]) -> tuple
     ``extends:`` is dropped, so a preset written against the default chip applies its
     differences to ``path``. Returns the chip and its resolved description as plain
     values (what ``pkasim sweep`` keys its result cache on)."""
+    path = resources.resolve_chip(path)
     source = str(path)
     root = _resolve(_read_text(path, "no such config file", "cannot read config"), source)
     for text, where in overlays:

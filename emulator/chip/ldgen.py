@@ -1,7 +1,9 @@
 """Generate the firmware's linker MEMORY block from a chip description.
 
 The firmware build runs ``python -m pkasim.chip.ldgen CONFIG`` so the linker script and
-the emulator can never disagree on where flash and RAM are.
+the emulator can never disagree on where flash and RAM are. CONFIG is a chip file or a
+bundled chip's name (``ciu98320b``); a bundled chip is named ``configs/...`` in the
+generated comment, as it is in a checkout, so the output is the same either way.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from pkasim.base import resources
 from pkasim.base.errors import PkasimError
 from pkasim.chip.config import ChipConfig, load_config
 
@@ -29,18 +32,23 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m pkasim.chip.ldgen CONFIG.yaml > memory.ld", file=sys.stderr)
         return 64
-    path = Path(args[0])
     try:
+        path = resources.resolve_chip(args[0])
         config = load_config(path)
     except PkasimError as exc:
         print(f"pkasim: {exc}", file=sys.stderr)
         return exc.exit_code
-    try:
-        shown = path.resolve().relative_to(Path(__file__).resolve().parents[2])
-    except ValueError:
-        shown = path
-    sys.stdout.write(memory_block(config, str(shown)))
+    sys.stdout.write(memory_block(config, shown_name(path)))
     return 0
+
+
+def shown_name(path: Path) -> str:
+    """How the generated file names its chip: ``configs/X.yaml`` for a bundled chip (as
+    in a checkout, wherever pkasim is installed), else the path as given."""
+    try:
+        return "configs/" + path.resolve().relative_to(resources.chips_dir().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":

@@ -9,18 +9,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from pkasim.base import resources
 from pkasim.base.errors import InputMissingError
-from pkasim.chip.config import DEFAULT_CONFIG, load_config
+from pkasim.chip.config import load_config
+from pkasim.cli.common import add_config_option
 from pkasim.core.machine import Machine
 from pkasim.usb.session import Breakdown, CardSession
 
-DEFAULT_CARD = Path(__file__).resolve().parent.parent.parent / "firmware" / "build" / "card.elf"
+CARD_IMAGE = "card.elf"  # the bundled card firmware (firmware/build/card.elf in a checkout)
 
 
 def add_card_options(p: argparse.ArgumentParser, state: bool = True) -> None:
-    p.add_argument("firmware", nargs="?", default=str(DEFAULT_CARD),
-                   help="the card firmware (default: %(default)s)")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="chip description (YAML); default: %(default)s")
+    p.add_argument("firmware", nargs="?", default=None,
+                   help=f"the card firmware (default: the bundled {CARD_IMAGE})")
+    add_config_option(p)
     if state:
         p.add_argument("--state", metavar="FILE",
                        help="the card's state file: read before (if it exists), written after the session")
@@ -29,8 +31,10 @@ def add_card_options(p: argparse.ArgumentParser, state: bool = True) -> None:
 def open_session(args: argparse.Namespace) -> CardSession:
     """The chip, the firmware (and its state), attached and enumerated."""
     config = load_config(args.config)
-    if not Path(args.firmware).exists():
-        raise InputMissingError(f"{args.firmware}: no such file (make firmware builds card.elf)")
+    if args.firmware is None:
+        args.firmware = str(resources.image(CARD_IMAGE))
+    elif not Path(args.firmware).exists():
+        raise InputMissingError(f"{args.firmware}: no such file")
     machine = Machine(config)
     machine.load(args.firmware)
     session = CardSession(machine, state=getattr(args, "state", None))

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pkasim.base import limits
-from pkasim.base.errors import InputMissingError, LoadError, OutputError
-from pkasim.chip.config import DEFAULT_CONFIG, load_config
+from pkasim.base.errors import InputMissingError, LoadError, OutputError, UsageError
+from pkasim.chip.config import DEFAULT_CHIP, load_config
+from pkasim.cli.streams import Guarded
 from pkasim.core.machine import Machine, RunResult
 from pkasim.host.hostfiles import HostDir
 
@@ -44,10 +42,19 @@ def symbol_file(text: str) -> tuple[str, str]:
     return sym, path
 
 
+CONFIG_HELP = f"chip file (YAML) or bundled chip name (`pkasim configs` lists them); default: {DEFAULT_CHIP}"
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """--config: a chip file or a bundled chip's name. Left out, the bundled default chip
+    (by its file, so that no file named like it in the working directory stands in)."""
+    parser.add_argument("--config", default=None, help=CONFIG_HELP)
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """FIRMWARE, --config, --max-cycles, --load, --dump, -q."""
     parser.add_argument("firmware", help="the ELF image to run")
-    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="chip description (YAML); default: %(default)s")
+    add_config_option(parser)
     parser.add_argument("--max-cycles", type=parse_int, default=None,
                         help=f"stop after this many cycles (default: {DEFAULT_BUDGET_SECONDS} modeled seconds; "
                              "0 = no limit)")
@@ -58,6 +65,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-dir", metavar="DIR",
                         help="let the firmware open, create, rename and remove files inside DIR through "
                              "semihosting (nothing outside it; default: no host files)")
+    parser.add_argument("--seed", type=parse_int, default=None, metavar="N",
+                        help="seed of the chip's true random number generator (its output is a deterministic "
+                             "stream from it; default: the chip file's, docs/trng.md)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary and no progress bar")
     parser.epilog = ("Arguments after -- are the firmware's command line (argv[1:]; argv[0] is FIRMWARE). "
                      "The firmware's console input is pkasim's stdin.")
@@ -76,36 +86,6 @@ def read_file(path: str, limit: int, what: str) -> bytes:
     if len(data) > limit:
         raise LoadError(f"{path}: more than {limit:,} bytes, {what}")
     return data
-
-
-def _output_problem(what: str, exc: OSError) -> OutputError:
-    if exc.errno == errno.EPIPE:
-        return OutputError(f"{what}: the reading end of the pipe was closed; the run was stopped")
-    return OutputError(f"{what}: cannot write: {exc.strerror or exc}")
-
-
-class Guarded:
-    """A standard stream whose write failures (EPIPE, ENOSPC...) become one OutputError,
-    raised where the write happens (the firmware's semihosted output stops the run)."""
-
-    def __init__(self, stream: Any, what: str) -> None:
-        self._stream = stream
-        self._what = what
-
-    def write(self, data: Any) -> int:
-        try:
-            return self._stream.write(data)
-        except OSError as exc:
-            raise _output_problem(self._what, exc) from None
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except OSError as exc:
-            raise _output_problem(self._what, exc) from None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 class _ThroughConsole:
@@ -134,9 +114,16 @@ class _ThroughConsole:
 
 def load_inputs(machine: Machine, args: argparse.Namespace) -> None:
     """Fill the objects that --load names (each bounded by its symbol's size, or by
-    its region's end for a symbol without one), and check the --dump symbols before the
-    run rather than after it."""
+    its region's end for a symbol without one), check the --dump symbols before the
+    run rather than after it, and give the TRNGs the --seed."""
     config = machine.config
+    seed = getattr(args, "seed", None)
+    if seed is not None:
+        generators = [dev for dev in machine.peripherals.values() if hasattr(dev, "set_seed")]
+        if not generators:
+            raise UsageError(f"--seed: the chip ({config.source}) has no random number generator")
+        for dev in generators:
+            dev.set_seed(seed)
     for symbol, path in args.load:
         addr, room, region = machine.image.extent(symbol, config)
         sized = machine.image.symbol(symbol).size
@@ -174,6 +161,8 @@ def run_firmware(args: argparse.Namespace, console: Console,
     bar_total = budget if args.max_cycles else None  # a bar against the default budget says nothing
 
     if show_progress:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
         with Progress(TextColumn("[bold]running[/bold]"), BarColumn(), TextColumn("{task.fields[status]}"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task("run", total=bar_total, status="")

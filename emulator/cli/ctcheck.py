@@ -29,7 +29,7 @@ from pkasim.analysis import ctinputs
 from pkasim.analysis.cthash import CK_SHIFT, STREAMS, CtHash, Digest, Event, Rec
 from pkasim.analysis.srclines import SourceLines
 from pkasim.base.errors import LoadError, PkasimError, UsageError
-from pkasim.chip.config import ChipConfig, load_config
+from pkasim.chip.config import DEFAULT_CHIP, ChipConfig, load_config
 from pkasim.chip.loader import Image, load_image
 from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, parse_int, read_file, setup_semihosting, symbol_file, write_text
 from pkasim.cli.report import exit_code_for
@@ -65,7 +65,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed of the random bytes and messages (RSA keys "
                                                           "are always fresh)")
     p.add_argument("--save-inputs", metavar="DIR", help="write the inputs (--inputs layout) to DIR")
-    p.add_argument("--config", default=None, help="chip description (YAML); default: the default chip")
+    p.add_argument("--config", default=None, help="chip file (YAML) or bundled chip name; default: "
+                                                   f"{DEFAULT_CHIP}")
     p.add_argument("--max-cycles", type=parse_int, default=None,
                    help=f"stop each run after this many cycles (default: {DEFAULT_BUDGET_SECONDS} modeled seconds; "
                         "0 = no limit)")

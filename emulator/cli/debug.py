@@ -16,8 +16,16 @@ from collections.abc import Iterable
 from rich.console import Console
 
 from pkasim.base.errors import EXIT_USAGE, InputMissingError
-from pkasim.chip.config import DEFAULT_CONFIG, load_config
-from pkasim.cli.common import Guarded, load_inputs, parse_int, read_file, setup_semihosting, symbol_file
+from pkasim.chip.config import load_config
+from pkasim.cli.common import (
+    Guarded,
+    add_config_option,
+    load_inputs,
+    parse_int,
+    read_file,
+    setup_semihosting,
+    symbol_file,
+)
 from pkasim.core.machine import Machine
 
 MAX_SCRIPT_BYTES = 1 << 20  # a command file larger than this is refused
@@ -26,7 +34,7 @@ MAX_SCRIPT_BYTES = 1 << 20  # a command file larger than this is refused
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("debug", help="step debugger: full-screen TUI, or scripted with --commands")
     p.add_argument("firmware", help="the ELF image to debug")
-    p.add_argument("--config", default=str(DEFAULT_CONFIG), help="chip description (YAML); default: %(default)s")
+    add_config_option(p)
     p.add_argument("--load", metavar="SYMBOL=FILE", type=symbol_file, action="append", default=[],
                    help="before reset, fill the object SYMBOL names with the bytes of FILE (repeatable)")
     p.add_argument("--host-dir", metavar="DIR", help="host files the firmware may use (as for run)")

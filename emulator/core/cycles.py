@@ -19,11 +19,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-
-import capstone
-from capstone import arm_const as cs_arm
+from typing import TYPE_CHECKING
 
 from pkasim.native import Desc
+
+if TYPE_CHECKING:
+    import capstone
+    from capstone import arm_const as cs_arm
+else:  # capstone (~30 ms to import) loads when a rule first needs it: `pkasim run` of code
+    # without idle loops or faults never does
+    capstone = cs_arm = None
 
 F_COND = 0x01
 F_BRANCH = 0x02
@@ -64,18 +69,21 @@ class CostRules:
     flash_end: int = 0
 
 
-def _new_disassembler() -> capstone.Cs:
+@functools.lru_cache(maxsize=1)
+def _md() -> capstone.Cs:
+    """The one disassembler, made on first use (and capstone imported with it)."""
+    global capstone, cs_arm
+    import capstone
+    from capstone import arm_const as cs_arm
+
     md = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
     md.detail = True
     return md
 
 
-_MD = _new_disassembler()
-
-
 def decode(data: bytes, addr: int) -> capstone.CsInsn | None:
     """The one instruction at the start of ``data``, or None where capstone has none."""
-    for insn in _MD.disasm(bytes(data[:4]), addr, count=1):
+    for insn in _md().disasm(bytes(data[:4]), addr, count=1):
         return insn
     return None
 
@@ -285,7 +293,7 @@ def loop_can_idle(code: bytes, addr: int) -> bool:
     """Whether a loop's code can change nothing but its own registers. Remembered:
     a breakpoint added or removed makes the run loop ask again for every loop."""
     seen = 0
-    for _, size, mnemonic, _ in _MD.disasm_lite(code, addr):
+    for _, size, mnemonic, _ in _md().disasm_lite(code, addr):
         base = mnemonic.split(".")[0]
         if base not in _IDLE_OK and not (base.startswith("b") and len(base) == 3 and base != "blx"):
             return False

@@ -77,6 +77,8 @@ class Machine:
         self.bus.irq_exception = {pc.name: FIRST_IRQ + pc.irq for pc in config.peripherals.values()
                                   if isinstance(pc.irq, int)}
         self._wfi_hooks: dict[int, object] = {}
+        self._insn_hooks: dict[object, tuple[int, int]] = {}  # on_instructions handles: [begin, end)
+        self._hooks_changed = False  # since the WFI hooks were placed and the loops decided
         self._wfis: set[int] = set()
         self._setup_cycle_model()
         self._setup_native_exceptions()
@@ -166,9 +168,11 @@ class Machine:
 
     def _place_wfi_hooks(self) -> None:
         """A native hook on each WFI/WFE of the image sleeps without leaving the engine
-        (none where a breakpoint sits: the breakpoint must see the instruction)."""
+        (none where a breakpoint or an instruction hook sits: it must see the
+        instruction, and the native hook would stop the engine before it is called)."""
         uc = self.core.uc
-        wanted = self._wfis - self._loop.breakpoints
+        hooked = self._loop.hooked
+        wanted = {a for a in self._wfis - self._loop.breakpoints if not any(lo <= a < hi for lo, hi in hooked)}
         for addr in set(self._wfi_hooks) - wanted:
             _ucmod.uclib.uc_hook_del(self.core.uch, ctypes.c_size_t(self._wfi_hooks.pop(addr)))  # a native hook
             uc.ctl_remove_cache(addr, addr + 2)
@@ -256,12 +260,14 @@ class Machine:
         if self.image is None:
             raise UsageError("no image loaded")
         until_addr = self._resolve(until) if until is not None else None
+        self._hooks_settled()
         return self._loop.run(max_cycles, until_addr, progress)
 
     def step(self) -> RunResult:
         """Execute exactly one instruction (taking a pending exception counts as one step)."""
         if self.image is None:
             raise UsageError("no image loaded")
+        self._hooks_settled()
         return self._loop.step()
 
     def call(self, function: int | str, *args: int, max_cycles: int = 10**8) -> int:
@@ -290,6 +296,19 @@ class Machine:
             raise UsageError(f"call of {self.describe(addr)} did not return: {result.message or result.reason.value}")
         core.wr(A.UC_ARM_REG_SP, sp)
         return self.cycles - before
+
+    def skip(self, count: int = 1) -> None:
+        """Do not execute the ``count`` instructions at PC (in memory order): PC moves
+        past them and each counts as one instruction of one cycle, the NOP that an
+        instruction-skip fault makes of it (docs/faults.md). Between runs only."""
+        pc = self.pc
+        for _ in range(count):
+            hw = int.from_bytes(self.read_memory(pc, 2), "little")
+            pc += 4 if hw >> 11 >= 0x1D else 2
+        self.set_reg("pc", pc)
+        s = self.core.state
+        s.cycles += count
+        s.insns += count
 
     def _resolve(self, where: int | str) -> int:
         if isinstance(where, int):
@@ -407,15 +426,19 @@ class Machine:
     def debugger_attached(self, value: bool) -> None:
         self._loop.debugger_attached = value
 
-    def add_breakpoint(self, addr: int) -> None:
-        self._loop.add_breakpoint(addr)
+    def add_breakpoint(self, addr: int, condition: Callable[[int, int], bool] | None = None) -> None:
+        """Stop ``run()`` before the instruction at ``addr`` executes. With ``condition``,
+        only when ``condition(cycle, number)`` is true for that execution (the cycle it
+        starts at, its instruction number counted from load): a Python call per pass at
+        ``addr``. Resuming from the stop passes it once, as for any breakpoint."""
+        self._loop.add_breakpoint(addr, condition)
         self._place_wfi_hooks()
-        self._loop.forget_loop_verdicts()
+        self._loop.forget_loop_verdicts(within=[(addr & ~1, (addr & ~1) + 2)])
 
     def remove_breakpoint(self, addr: int) -> None:
         self._loop.remove_breakpoint(addr)
         self._place_wfi_hooks()
-        self._loop.forget_loop_verdicts()
+        self._loop.forget_loop_verdicts(within=[(addr & ~1, (addr & ~1) + 2)])
 
     def add_watchpoint(self, where: int | str, size: int | None = None, kind: str = "write") -> Watchpoint:
         """Stop ``run()`` at the instruction that writes (``kind="write"``), reads
@@ -515,23 +538,37 @@ class Machine:
         """Call ``callback(address, size, cycle, instruction_number)`` before each
         instruction in [begin, end) executes: ``cycle`` is when it starts, the number
         counts from load. A Python call per instruction, so meant for bounded ranges
-        (the Tarmac trace); returns a handle for ``remove_instruction_hook``."""
-        core, settler = self.core, self._loop._settler
+        (the Tarmac trace); returns a handle for ``remove_instruction_hook``. While it is
+        on, the range is never skipped: loops there are not fast-forwarded (idle.c) and
+        a WFI there sleeps after the callback has seen it."""
+        core, position = self.core, self._loop.position
 
         def hook(uc: object, address: int, size: int, _: object) -> None:
-            cycle, insns = core.cycles, core.instructions
-            s = core.state
-            if s.cur_valid and s.cur_start <= address < s.cur_end:
-                cost, n = settler.cost_before(address)
-                cycle, insns = cycle + cost, insns + n
-            callback(address, size, cycle, insns)
+            callback(address, size, *position(address))
 
         handle = core.uc.hook_add(UC_HOOK_CODE, hook, begin=begin, end=max(begin, end - 1))
+        self._insn_hooks[handle] = (begin, max(begin + 1, end))
+        self._loop.hooked = list(self._insn_hooks.values())
+        self._hooks_changed = True
+        self._hooks_settled()
         core.flush_translations()  # hooks only reach code translated after them
         return handle
 
     def remove_instruction_hook(self, handle: object) -> None:
+        """Safe inside the callback (the Tarmac trace stops at its limit there): the WFI
+        hooks and loop verdicts the range held back come back at the next run or step."""
         self.core.uc.hook_del(handle)
+        if self._insn_hooks.pop(handle, None) is not None:
+            self._loop.hooked = list(self._insn_hooks.values())
+            self._hooks_changed = True
+
+    def _hooks_settled(self) -> None:
+        """Instruction hooks came or went: place the native WFI hooks and decide the
+        idle loops again (between runs: neither may change under a running block)."""
+        if self._hooks_changed:
+            self._hooks_changed = False
+            self._place_wfi_hooks()
+            self._loop.forget_loop_verdicts()
 
     def peripheral(self, name: str) -> Peripheral:
         return self.peripherals[name]

@@ -54,7 +54,11 @@ from pkasim.peripherals.nvic import SVCALL, Nvic
 guest_log = logging.getLogger("pkasim.guest")
 
 CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
-PROGRESS_EVERY = 1 << 24  # cycles between progress callbacks on long runs
+# Cycles between the run loop's ticks: it calls ``progress`` there, and the engine
+# returns to Python at least that often, so a signal (Ctrl-C, SIGTERM) is acted on
+# within about 0.1 s of wall time even in a loop that makes no other stop. Every run
+# takes the same ticks, whether it reports progress or not.
+PROGRESS_EVERY = 1 << 24
 INSN_WFI, INSN_WFE, INSN_YIELD = 0xBF30, 0xBF20, 0xBF10
 
 
@@ -73,7 +77,8 @@ class RunLoop:
         self.describe = describe
         self.reset = reset
         self.clock_hz = clock.hz
-        self._bps = Breakpoints(core, self._on_breakpoint)
+        self._settler = Settler(core)
+        self._bps = Breakpoints(core, self._on_breakpoint, self.position)
         self.watch = Watchpoints(core, self._on_watch)
         self.watch_after = True  # a watchpoint stops after the accessing instruction (else before it)
         self.last_watch: WatchHit | None = None  # the hit the last run() or step() stopped at or saw
@@ -81,10 +86,11 @@ class RunLoop:
         self._py_stop: tuple | None = None
         self._mem_fault: tuple[str, int] | None = None
         self._progress: Callable[[int], None] | None = None
-        self._settler = Settler(core)
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
+        self.hooked: list[tuple[int, int]] = []  # [begin, end) of the Python instruction hooks (Machine.on_instructions)
+        self._counting = False  # Unicorn's instruction-count hook is installed (the last emu_start had count > 0)
         # Bounded away from RAM: a memory hook over a page keeps the engine's stores
         # there on its slow path (qemu/accel/tcg/cputlb.c notdirty_write), and RAM
         # (read, write, execute) has no invalid access to report.
@@ -110,7 +116,8 @@ class RunLoop:
         at it afresh."""
         self.core.lib.pk_native_changed(self.core.state_ref)
         self.core.lib.pk_native_due(self.core.state_ref)
-        self.clock.run_due()
+        if self.clock.run_due():
+            self.core.state.dev_events += 1  # an idle loop's registers may predate the event (idle.c)
 
     # ------------------------------------------------------------------ running
     def run(self, max_cycles: int | None, until: int | None,
@@ -141,7 +148,7 @@ class RunLoop:
 
     def _loop(self, budget: int | None, until: int | None) -> RunResult:
         core = self.core
-        next_progress = core.cycles + PROGRESS_EVERY if self._progress else None
+        next_progress = core.cycles + PROGRESS_EVERY
         try:
             while True:
                 self.run_due()
@@ -149,8 +156,9 @@ class RunLoop:
                     self.exc.take_pending()
                 if budget is not None and core.cycles >= budget:
                     raise Stop(StopReason.BUDGET, f"cycle budget of {budget:,} cycles reached")
-                if next_progress is not None and core.cycles >= next_progress:
-                    self._progress(core.cycles)
+                if core.cycles >= next_progress:
+                    if self._progress is not None:
+                        self._progress(core.cycles)
                     next_progress = core.cycles + PROGRESS_EVERY
                 py_next = self.clock.next_deadline()
                 if core.sleeping:
@@ -329,12 +337,24 @@ class RunLoop:
 
         Starting the engine sets the Thumb bit: a core that left Thumb state (a BX to
         an even address) and was stopped before its next instruction gets the fault
-        Unicorn would have raised there instead of a silent restart."""
+        Unicorn would have raised there instead of a silent restart.
+
+        ``count`` stops after that many instructions through a code hook Unicorn adds
+        on the first counting start and drops (flushing every block) on the next start
+        without a count. Blocks translated before the hook was added do not call it
+        (unicorn issue #2200): a step after a run would execute a cached block, or a
+        whole loop of them, to its end. So the first counting start after a run
+        flushes the translated blocks (not the code cache: costs do not change); the
+        steps that follow translate with the hook, and the next run costs one flush
+        either way (Unicorn's own)."""
         core = self.core
         s = core.state
         while True:
             if not core.rd(A.UC_ARM_REG_XPSR) & (1 << 24):
                 raise UcError(UC_ERR_INSN_INVALID)
+            if count and not self._counting:
+                core.uc.ctl_flush_tb()
+            self._counting = count > 0
             s.limit = 0  # counted mode: the first block start looks at everything
             core.uc.emu_start(begin | 1, until, count=count)
             if s.stop_reason != native.STOP_WATCH:
@@ -485,9 +505,6 @@ class RunLoop:
         self._mem_fault = None
         pc = core.pc
         self._bps.skip = pc
-        # A block translated earlier can run past the one-instruction count (seen
-        # entering a handler): translate the block at PC again for this step.
-        core.uc.ctl_remove_cache(pc, pc + 2)
         try:
             self.emu(pc, 0xFFFFFFFF, count=1)
             if s.stop_reason in (native.STOP_ALIGN, native.STOP_UNDEF) and \
@@ -526,8 +543,19 @@ class RunLoop:
     def breakpoints(self) -> set[int]:
         return self._bps.addresses
 
-    def add_breakpoint(self, addr: int) -> None:
-        self._bps.add(addr)
+    def add_breakpoint(self, addr: int, condition: Callable[[int, int], bool] | None = None) -> None:
+        self._bps.add(addr, condition)
+
+    def position(self, address: int) -> tuple[int, int]:
+        """(cycle, instruction number) of the instruction at ``address`` about to execute,
+        from a code hook: the committed counts plus the part of the current block before it."""
+        core = self.core
+        cycle, insns = core.cycles, core.instructions
+        s = core.state
+        if s.cur_valid and s.cur_start <= address < s.cur_end:
+            cost, n = self._settler.cost_before(address)
+            cycle, insns = cycle + cost, insns + n
+        return cycle, insns
 
     def remove_breakpoint(self, addr: int) -> None:
         self._bps.remove(addr)
@@ -623,11 +651,13 @@ class RunLoop:
     def _loop_verdict(self, start: int, end: int, until: int | None, key: int) -> None:
         """May the loop whose code is [start, end) be fast-forwarded (idle.c)? Once per
         loop: only loads, arithmetic, compares and branches, nothing a debugger
-        watches. The answer goes to the native table under ``key`` (start for a loop of
-        one block, start | 1 for several) and ``end``; the run goes on at ``start``."""
+        watches (a breakpoint, a read watchpoint, or an instruction hook, which must see
+        every instruction: time travel's replays stop on one). The answer goes to the
+        native table under ``key`` (start for a loop of one block, start | 1 for
+        several) and ``end``; the run goes on at ``start``."""
         s = self.core.state
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
-            and not self.watch.watches_reads
+            and not self.watch.watches_reads and not any(lo < end and start < hi for lo, hi in self.hooked)
         regs = 0xFFFF
         if ok:
             try:
@@ -668,15 +698,21 @@ class RunLoop:
             at += 2
         return True
 
-    def forget_loop_verdicts(self, until: int | None = None) -> None:
+    def forget_loop_verdicts(self, until: int | None = None, within: list[tuple[int, int]] | None = None) -> None:
         """Code, breakpoints or the run's 'until' changed: decide every loop again.
         The loops seen so far are decided now, from their code as it is now (the
         decision on the code itself is remembered, cycles.loop_can_idle), so the run
-        need not stop at each of them to ask again."""
+        need not stop at each of them to ask again. With ``within`` (address ranges
+        [lo, hi) where code or breakpoints changed), only the loops that overlap them."""
         s = self.core.state
+        s.loop_start = 0xFFFFFFFF
+        if within is not None:
+            for (key, end), start in list(self._loops.items()):
+                if any(start < hi and lo < end for lo, hi in within):
+                    self._loop_verdict(start, end, until, key)
+            return
         ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
         ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
-        s.loop_start = 0xFFFFFFFF
         for (key, end), start in list(self._loops.items()):
             self._loop_verdict(start, end, until, key)
 

@@ -12,7 +12,7 @@ import ctypes
 import importlib.machinery
 from pathlib import Path
 
-from pkasim.base.errors import PkasimError
+from pkasim.base.errors import PkasimError, UnavailableError
 
 RING = 32
 VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
@@ -157,6 +157,8 @@ class PkState(ctypes.Structure):
         ("py_next", ctypes.c_uint64),
         ("py_reads", ctypes.c_uint64),
         ("loop_py_reads", ctypes.c_uint64),
+        ("dev_events", ctypes.c_uint64),
+        ("loop_dev_events", ctypes.c_uint64),
         ("loop_since", ctypes.c_uint64),
         ("loop_start", ctypes.c_uint32),
         ("loop_count", ctypes.c_uint32),
@@ -229,25 +231,37 @@ def _declare_code(lib: ctypes.CDLL) -> None:
     _declare(lib.pk_cost_before, u32, ptr, u32, ctypes.POINTER(u32))
 
 
-def _find() -> Path | None:
+def find_library(stem: str) -> Path | None:
+    """The shared object ``pkasim.native.<stem>`` that setup.py built into this folder
+    (``_cyclehook``; another native library the wheel carries is found the same way,
+    by its Extension name), or None when this installation has none."""
     here = Path(__file__).resolve().parent
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        candidate = here / f"_cyclehook{suffix}"
+        candidate = here / f"{stem}{suffix}"
         if candidate.exists():
             return candidate
-    found = sorted(here.glob("_cyclehook*.so"))
+    found = sorted(here.glob(f"{stem}*.so"))
     return found[0] if found else None
 
 
+def _find() -> Path | None:
+    return find_library("_cyclehook")
+
+
 def load() -> ctypes.CDLL:
-    """The loaded library (once per process)."""
+    """The loaded library (once per process). Without it nothing runs: a missing or
+    unloadable one is one UnavailableError (exit 69) saying how to get it back."""
     global _lib
     if _lib is not None:
         return _lib
     path = _find()
     if path is None:
-        raise PkasimError("the native cycle hook is not built: run 'pip install -e .' (or 'make') in the pkasim checkout")
-    lib = ctypes.CDLL(str(path))
+        raise UnavailableError(f"pkasim's native cycle hook (_cyclehook) is missing from {Path(__file__).parent}: "
+                               "reinstall pkasim (from an sdist it needs a C compiler), or in a checkout: make setup")
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as exc:
+        raise UnavailableError(f"{path}: pkasim's native cycle hook does not load ({exc}): reinstall pkasim") from None
     lib.pk_sizeof_state.restype = ctypes.c_uint32
     lib.pk_sizeof_insn.restype = ctypes.c_uint32
     lib.pk_free.argtypes = [ctypes.c_void_p]

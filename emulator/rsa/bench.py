@@ -26,12 +26,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pkasim.base import resources
 from pkasim.base.errors import LoadError, PkasimError
 from pkasim.chip.config import ChipConfig
 from pkasim.core.machine import Machine, StopReason
 from pkasim.rsa.rsakey import RsaKey, demo_key
 
-BUILD_DIR = Path(__file__).resolve().parents[2] / "firmware" / "build"
+BUILD_DIR = resources.build_dir()  # the bundled images (firmware/build in a checkout)
 JSON_SCHEMA = "pkasim.bench/1"
 BUDGET_SECONDS = 1000  # modeled seconds one job may take before it is called stuck
 
@@ -112,7 +113,7 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
     (reset to exit), the run ``wall_seconds`` times. ``key`` and ``msg`` replace the
     bench's fixed key and message (``pkasim sweep``'s random keys and inputs);
     ``attach`` adds observers (a profiler) to the loaded machine before it runs."""
-    path = build_dir / job.image
+    path = resources.image(job.image, None if build_dir == BUILD_DIR else build_dir)
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(path)
     for sym in ("rsa_input_key", "rsa_input_msg", "rsa_output", "rsa_private"):

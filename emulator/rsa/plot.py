@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pkasim.base.errors import UsageError
+from pkasim.base.extras import need
 
 
 def bench_chart(results: list, path: str | Path) -> None:
-    import matplotlib
-
+    matplotlib = need("matplotlib", "plot", "pkasim bench --plot")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

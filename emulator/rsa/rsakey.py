@@ -15,15 +15,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
+from pkasim.base import resources
 from pkasim.base.errors import InputMissingError, LoadError
+
+if TYPE_CHECKING:  # `cryptography` loads on first use: sweeps and ct-check unpack keys without it
+    from cryptography.hazmat.primitives.asymmetric import rsa
 
 KEY_SIZE = 1288
 FIELDS = {"p": 8, "q": 264, "dp": 520, "dq": 776, "qinv": 1032}
-KEYS_DIR = Path(__file__).resolve().parents[2] / "firmware" / "keys"
+KEYS_DIR = resources.keys_dir()  # firmware/keys, bundled as package data
 
 
 @dataclass(frozen=True)
@@ -73,14 +75,19 @@ class RsaKey:
 
     @classmethod
     def generate(cls, nbits: int, e: int = 65537) -> RsaKey:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
         return cls.from_cryptography(rsa.generate_private_key(public_exponent=e, key_size=nbits))
 
     @classmethod
     def load_pem(cls, path: str | Path) -> RsaKey:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
         try:
             data = Path(path).read_bytes()
         except OSError as exc:
-            raise InputMissingError(f"{path}: cannot read key: {exc.strerror}") from None
+            raise InputMissingError(f"{path}: cannot read key: {exc.strerror or exc}") from None
         try:
             key = serialization.load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:
@@ -90,6 +97,9 @@ class RsaKey:
         return cls.from_cryptography(key)
 
     def to_pem(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
         pub = rsa.RSAPublicNumbers(self.e, self.n)
         d = self.d
         nums = rsa.RSAPrivateNumbers(self.p, self.q, d, d % (self.p - 1), d % (self.q - 1),

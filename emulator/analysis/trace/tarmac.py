@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import capstone
-
 from pkasim.base.errors import UsageError
 from pkasim.core.machine import Machine
 
@@ -55,6 +53,9 @@ class TarmacWriter:
         self.lines: list[str] = []
         self.count = 0
         self.truncated = False
+        import capstone  # here, not at the top: `pkasim run` without --tarmac never needs it
+
+        self._cs_error = capstone.CsError
         self._md = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
         self._md.detail = True
         self._decoded: dict[int, tuple[str, str, str, tuple[str, ...]]] = {}
@@ -71,7 +72,7 @@ class TarmacWriter:
                 hws = [int.from_bytes(insn.bytes[i:i + 2], "little") for i in range(0, insn.size, 2)]
                 try:
                     written = tuple(_CS_NAMES.get(n, n) for n in (insn.reg_name(r) for r in insn.regs_access()[1]))
-                except capstone.CsError:
+                except self._cs_error:
                     written = ()
                 got = ("".join(f"{h:04x}" for h in hws), f"{insn.mnemonic} {insn.op_str}".strip(), insn.mnemonic,
                        written)

@@ -280,8 +280,7 @@ class Target:
 
 class _OutsideStop:
     """Code hooks on everything outside [start, end) that stop a run before the first
-    instruction there (the native WFI hooks are lifted meanwhile: they would sleep
-    before a code hook sees the WFI)."""
+    instruction there (a WFI there is seen before it sleeps: Machine.on_instructions)."""
 
     def __init__(self, machine: Machine, start: int, end: int) -> None:
         self.machine, self.start, self.end = machine, start, end
@@ -294,8 +293,6 @@ class _OutsideStop:
         def hook(address: int, size: int, cycle: int, number: int) -> None:
             loop._on_breakpoint(address)
 
-        self.wfis, m._wfis = m._wfis, set()
-        m._place_wfi_hooks()
         if self.start > 0:
             self.handles.append(m.on_instructions(0, self.start, hook))
         self.handles.append(m.on_instructions(self.end, 0xFFFFFFFF, hook))
@@ -305,8 +302,6 @@ class _OutsideStop:
         m = self.machine
         for h in self.handles:
             m.remove_instruction_hook(h)
-        m._wfis = self.wfis
-        m._place_wfi_hooks()
         m.core.flush_translations()
 
 
