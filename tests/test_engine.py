@@ -1,5 +1,5 @@
 """pkasim's engine (Unicorn 2.1.4 with engine/patches/) and the registry's stock wheel run
-the same firmware to the same end: cycles, instructions, sleep, exit code, output and
+the same firmware (19 images, and every fault kind in and out of HardFault) to the same end: cycles, instructions, sleep, exit code, output and
 fault reports (docs/engine.md). Each engine runs in its own process (the engine is
 chosen once per process, by PKASIM_ENGINE)."""
 
@@ -31,6 +31,12 @@ CASES = [
     ("xrsa_win", {}, 10**8),
     ("xrsa_win_sram", {}, 10**8),
     ("xrsa_opt", {}, 10**8),
+    ("ecc", {}, 10**8),
+    ("ecc_soft", {}, 10**8),
+    ("rsacrt_checked", {}, 10**8),
+    ("verifypin_hardened", {}, 10**7),
+    ("ctleak", {}, 10**7),
+    ("fuzz", {}, 10**7),
 ] + [("fault", {"fault_kind": kind, "fault_handler_mode": mode}, 10**6) for kind in range(7) for mode in (0, 1)]
 
 CHILD = r"""
