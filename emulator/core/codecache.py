@@ -74,9 +74,19 @@ class CodeCache:
         if size <= 0 or addr >= 1 << 32:
             return False
         size = min(size, (1 << 32) - addr)
-        if engine and any(r.base < addr + size and addr < r.end for r in self.regions):
+        if engine and any(r.base < addr + size and addr < r.end for r in self.regions) and self._fetched(addr, size):
             self._core.uc.ctl_remove_cache(addr, addr + size)
         return bool(self._lib.pk_code_changed(self._core.state_ref, addr, size))
+
+    def _fetched(self, addr: int, size: int) -> bool:
+        """The engine has fetched code from some page of [addr, addr + size) (tlb.c):
+        only there can it hold translated code. Asking it to drop translations
+        elsewhere would itself look up those pages for execution, which marks them
+        as holding code and keeps stores there on the engine's slow path."""
+        page = 1024
+        first, last = addr - addr % page, addr + size - 1
+        return any(self._lib.pk_code_page_holds_code(self.handle, p, page, 0)
+                   for p in range(first, last + 1, page))
 
     def watch(self, index: int) -> None:
         """Grow region ``index``'s write watch over all code decoded from it so far."""

@@ -314,7 +314,7 @@ def loop_registers(code: bytes, addr: int) -> int:
     check (idle.c) compares only these between iterations; the others cannot change
     while the loop runs."""
     mask = LOOP_APSR
-    for insn in _MD.disasm(code, addr):
+    for insn in _md().disasm(code, addr):
         read, written = insn.regs_access()
         for reg in (*read, *written):
             bit = _LOOP_REG_BITS.get(insn.reg_name(reg))

@@ -224,6 +224,7 @@ def _declare_code(lib: ctypes.CDLL) -> None:
     _declare(lib.pk_code_watch_set, None, ptr, u32, u32, u32)
     _declare(lib.pk_code_watch_span, None, ptr, u32, ctypes.POINTER(u32), ctypes.POINTER(u32))
     _declare(lib.pk_code_bytes, u64, ptr)
+    _declare(lib.pk_code_page_holds_code, ctypes.c_int, ptr, u32, u32, ctypes.c_int)
     _declare(lib.pk_code_blocks, u32, ptr)
     _declare(lib.pk_code_decode_range, u32, ptr, ptr, u32, u32, ctypes.POINTER(Insn), u32, ctypes.c_int)
     _declare(lib.pk_decode, None, u32, u32, u32, ctypes.POINTER(Rules), ctypes.POINTER(Insn))
