@@ -1,7 +1,8 @@
 """pkasim's engine (Unicorn 2.1.4 with engine/patches/) and the registry's stock wheel run
 the same firmware (19 images, and every fault kind in and out of HardFault) to the same
-end: cycles, instructions, sleep, exit code, output and fault reports (docs/engine.md). Each engine runs in its own process (the engine is
-chosen once per process, by PKASIM_ENGINE)."""
+end: cycles, instructions, sleep, exit code, output and fault reports (docs/engine.md).
+Each engine runs in its own process (the engine is chosen once per process, by
+PKASIM_ENGINE)."""
 
 from __future__ import annotations
 
