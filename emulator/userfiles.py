@@ -11,8 +11,9 @@ through :func:`open_input` or :func:`read_bounded`:
 * where a file is expected (``streams=False``: an image, a key, a card state, a
   baseline), anything that is not a regular file is refused, naming what it is;
 * where a stream will do (``streams=True``: ``--load`` data, a chip file, a script,
-  a profile), character devices and pipes are read too, up to the bound, so
+  a profile, a key), character devices and pipes are read too, up to the bound, so
   ``--load buf=<(head -c 64 /dev/urandom)`` works and /dev/zero is refused by size;
+  a FIFO nobody has open for writing is refused, not read as empty;
 * :func:`read_bounded` reads at most ``limit`` + 1 bytes: the caller refuses a
   longer input with its own message, never having read it whole.
 
@@ -23,7 +24,6 @@ its own wording (``no such file``, ``cannot read: ...``) and exit code.
 from __future__ import annotations
 
 import errno
-import fcntl
 import io
 import os
 import stat
@@ -53,12 +53,9 @@ def kind_of(mode: int) -> str:
     return "not a file"
 
 
-def open_input(path: str | os.PathLike[str], *, streams: bool = False) -> BinaryIO:
-    """``path`` open for reading (binary, unbuffered reads go through ``read``).
-
-    The open never waits for a FIFO's writer. A directory raises IsADirectoryError;
-    with ``streams=False`` anything but a regular file raises NotARegularFile. Other
-    failures raise the OSError ``open()`` would (FileNotFoundError, PermissionError)."""
+def _open(path: str | os.PathLike[str], streams: bool) -> tuple[int, int]:
+    """(fd, st_mode) of ``path`` open for reading with O_NONBLOCK still set; the checks
+    of :func:`open_input`."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -67,8 +64,21 @@ def open_input(path: str | os.PathLike[str], *, streams: bool = False) -> Binary
         if not stat.S_ISREG(mode) and not (streams and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
                                                         or stat.S_ISBLK(mode))):
             raise NotARegularFile(errno.EINVAL, f"not a regular file but {kind_of(mode)}", os.fsdecode(path))
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)  # a pipe's writer is waited for, as by cat
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, mode
+
+
+def open_input(path: str | os.PathLike[str], *, streams: bool = False) -> BinaryIO:
+    """``path`` open for reading (binary).
+
+    The open never waits for a FIFO's writer. A directory raises IsADirectoryError;
+    with ``streams=False`` anything but a regular file raises NotARegularFile. Other
+    failures raise the OSError ``open()`` would (FileNotFoundError, PermissionError)."""
+    fd, _ = _open(path, streams)
+    try:
+        os.set_blocking(fd, True)
         return io.BufferedReader(io.FileIO(fd, "rb", closefd=True))
     except BaseException:
         os.close(fd)
@@ -76,10 +86,26 @@ def open_input(path: str | os.PathLike[str], *, streams: bool = False) -> Binary
 
 
 def read_bounded(path: str | os.PathLike[str], limit: int, *, streams: bool = False) -> bytes:
-    """At most ``limit`` + 1 bytes of ``path`` (opened by :func:`open_input`): more
-    than ``limit`` means the input is too long, and the caller says so."""
-    with open_input(path, streams=streams) as fh:
+    """At most ``limit`` + 1 bytes of ``path``: more than ``limit`` means the input is
+    too long, and the caller says so. A FIFO (with ``streams``) whose writer is there is
+    read as a pipe, waiting for its data as ``cat`` would; one with no writer at all
+    is refused (NotARegularFile: nothing will ever come, and a writer that comes later
+    must not find its data silently unread)."""
+    fd, mode = _open(path, streams)
+    with io.FileIO(fd, "rb", closefd=True) as fh:
         chunks, left = [], limit + 1
+        if stat.S_ISFIFO(mode):
+            try:
+                first = os.read(fd, min(left, 1 << 16))
+            except BlockingIOError:  # a writer, no data yet
+                first = None
+            if first == b"":
+                raise NotARegularFile(errno.EINVAL, "a FIFO (named pipe) with no writer: nothing to read",
+                                      os.fsdecode(path))
+            if first:
+                chunks.append(first)
+                left -= len(first)
+        os.set_blocking(fd, True)
         while left > 0:
             chunk = fh.read(left)
             if not chunk:

@@ -544,8 +544,9 @@ def test_open_of_a_fifo_in_the_host_dir_is_refused_without_waiting_for_a_writer(
     assert open_(m, b"fifo", mode) == -1
     assert errno_(m) == NEWLIB["EACCES"]
     assert "a FIFO: only regular files are served" in caplog.text
-    os.close(os.open(fifo, os.O_RDWR))  # both ends at once (Linux): the thread's open returns
+    both = os.open(fifo, os.O_RDWR)  # both ends at once (Linux): the thread's open returns, whenever it comes
     other.join()
+    os.close(both)
 
 
 def test_get_cmdline_passes_arguments_that_are_not_utf8_as_their_bytes(m):

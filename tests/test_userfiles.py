@@ -26,8 +26,20 @@ def test_a_fifo_with_no_writer_is_refused_where_a_file_is_expected_without_waiti
     assert info.value.strerror == "not a regular file but a FIFO (named pipe)"
 
 
-def test_a_fifo_with_no_writer_reads_as_empty_where_a_stream_will_do(fifo: Path) -> None:
-    assert read_bounded(fifo, 100, streams=True) == b""
+def test_a_fifo_with_no_writer_is_refused_where_a_stream_will_do(fifo: Path) -> None:
+    """Nothing will come; a writer that opens it later must not find its data unread."""
+    with pytest.raises(NotARegularFile, match="a FIFO \\(named pipe\\) with no writer"):
+        read_bounded(fifo, 100, streams=True)
+
+
+def test_a_fifo_whose_writer_has_not_written_yet_is_waited_for(fifo: Path) -> None:
+    import threading
+
+    writer_fd = os.open(fifo, os.O_RDWR)  # a writer before the read (Linux: O_RDWR never blocks)
+    late = threading.Timer(0.05, lambda: (os.write(writer_fd, b"late"), os.close(writer_fd)))
+    late.start()
+    assert read_bounded(fifo, 100, streams=True) == b"late"
+    late.join()
 
 
 def test_a_fifo_with_a_writer_is_read_where_a_stream_will_do(fifo: Path) -> None:
