@@ -19,11 +19,13 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from . import limits, userfiles
 from .errors import InputMissingError, LoadError
 
 KEY_SIZE = 1288
 FIELDS = {"p": 8, "q": 264, "dp": 520, "dq": 776, "qinv": 1032}
 KEYS_DIR = Path(__file__).resolve().parent.parent / "firmware" / "keys"
+PEM_MAX = limits.KEY_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,11 @@ class RsaKey:
     @classmethod
     def load_pem(cls, path: str | Path) -> RsaKey:
         try:
-            data = Path(path).read_bytes()
+            data = userfiles.read_bounded(path, PEM_MAX, streams=True)
         except OSError as exc:
             raise InputMissingError(f"{path}: cannot read key: {exc.strerror}") from None
+        if len(data) > PEM_MAX:
+            raise LoadError(f"{path}: more than {PEM_MAX:,} bytes; not a PEM key")
         try:
             key = serialization.load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:

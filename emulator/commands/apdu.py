@@ -15,12 +15,13 @@ import sys
 
 from rich.console import Console
 
+from .. import limits
 from ..errors import LoadError
 from ..usb.openpgp import sw_text
 from .cardcommon import add_card_options, open_session
 from .common import read_file, write_text
 
-APDU_FILE_MAX = 1024 * 1024
+APDU_FILE_MAX = limits.APDU_FILE_MAX_BYTES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
