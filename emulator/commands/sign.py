@@ -19,14 +19,15 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .. import limits
 from ..errors import LoadError, OutputError
 from ..usb.openpgp import DIGEST_INFO, OpenPgpHost
 from ..usb.session import CardError
-from .cardcommon import add_card_options, open_session, print_breakdown
+from .cardcommon import add_card_options, check_output, open_session, print_breakdown
 from .common import read_file, write_text
 
-KEY_MAX = 64 * 1024
-MESSAGE_MAX = 64 * 1024 * 1024
+KEY_MAX = limits.KEY_MAX_BYTES
+MESSAGE_MAX = limits.MESSAGE_MAX_BYTES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +59,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
 
+    check_output(args.out, "the signature")  # outputs first: no signature is made only to be lost
+    check_output(args.json, "the breakdown JSON")
     key = load_key(args.key)
     message = read_file(args.message, MESSAGE_MAX, "too large to sign here")
     session = open_session(args)
