@@ -402,6 +402,8 @@ class Machine:
         self._loop.debugger_attached = value
 
     def add_breakpoint(self, addr: int) -> None:
+        if not 0 <= addr <= 0xFFFFFFFF:  # refused before any state changes
+            raise UsageError(f"cannot break at 0x{addr:x}: beyond the 32-bit address space")
         self._loop.add_breakpoint(addr)
         self._place_wfi_hooks()
         self._loop.forget_loop_verdicts()
