@@ -127,23 +127,42 @@ def fuzz_rsp(n: int, rng: random.Random, workdir: Path, opts: argparse.Namespace
 
 
 def run_script(script: Path, workdir: Path, opts: argparse.Namespace) -> Outcome:
-    """A Python script in a child process, with the case budget and memory limit."""
+    """A Python script in a child process, with the case budget and memory limit; its
+    own peak memory (wait4), as run_case measures a forked case."""
+    import os
     import resource
+    import signal
     import subprocess
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (opts.memory << 20, opts.memory << 20))
 
     start = time.monotonic()
-    try:
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=opts.budget,
-                              preexec_fn=limit, cwd=workdir)
-    except subprocess.TimeoutExpired as exc:
-        return Outcome("hang", b"", (exc.stderr or b"").decode(errors="replace"), opts.budget, 0)
-    status: int | str = proc.returncode if proc.returncode >= 0 else f"signal {-proc.returncode}"
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return Outcome(status, proc.stdout, proc.stderr.decode(errors="replace"), time.monotonic() - start,
-                   usage.ru_maxrss)
+    with open(workdir / "script.out", "w+b") as out, open(workdir / "script.err", "w+b") as err:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=err, preexec_fn=limit, cwd=workdir)
+        hung = False
+        while True:
+            done, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() - start > opts.budget:
+                os.kill(proc.pid, signal.SIGKILL)
+                _, wait_status, usage = os.wait4(proc.pid, 0)
+                hung = True
+                break
+            time.sleep(0.002)
+        proc.returncode = 0  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(1 << 16), err.read(1 << 16).decode(errors="replace")
+    status: int | str
+    if hung:
+        status = "hang"
+    elif os.WIFSIGNALED(wait_status):
+        status = f"signal {signal.Signals(os.WTERMSIG(wait_status)).name}"
+    else:
+        status = os.WEXITSTATUS(wait_status)
+    return Outcome(status, stdout, stderr, time.monotonic() - start, usage.ru_maxrss)
 
 
 def run(argv: list[str], workdir: Path, opts: argparse.Namespace) -> Outcome:
