@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_cli import assert_clean_error, run
 
-from emulator import limits
-from emulator.errors import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_IO, EXIT_NO_INPUT, EXIT_OS, EXIT_USAGE
+from pkasim.base import limits
+from pkasim.base.errors import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_IO, EXIT_NO_INPUT, EXIT_OS, EXIT_USAGE
 
 SCRIPT = Path(sys.executable).parent / "pkasim"
 
@@ -201,7 +201,7 @@ def test_a_regress_suite_of_dev_zero_is_refused_without_reading_it_all(capsys) -
 
 
 def test_running_out_of_host_memory_is_one_line_exit_71(elf, monkeypatch, capsys) -> None:
-    from emulator.machine import Machine
+    from pkasim.core.machine import Machine
 
     def exhausted(self, image):
         raise MemoryError
@@ -217,7 +217,7 @@ def test_dump_of_a_zero_size_symbol_writes_to_the_end_of_its_region_as_load_fill
                                                                                      capsys) -> None:
     """``_ebss`` has no size: --load fills from it to the end of SRAM, and --dump writes
     the same span (it once wrote an empty file, silently)."""
-    from emulator.loader import load_image
+    from pkasim.chip.loader import load_image
 
     image = load_image(elf("hello"), config)
     start = image.symbol("_ebss").address

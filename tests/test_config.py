@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import DEFAULT_CONFIG, load_config, parse_config, parse_frequency, parse_size
-from emulator.errors import EXIT_CONFIG, ConfigError, InputMissingError
+from pkasim.base.errors import EXIT_CONFIG, ConfigError, InputMissingError
+from pkasim.chip.config import DEFAULT_CONFIG, load_config, parse_config, parse_frequency, parse_size
 
 KiB = 1024
 
@@ -89,7 +89,7 @@ def test_default_config_pka_ram_is_3_kib(config) -> None:
 def test_default_config_maps_systick_nvic_and_scb_at_their_architectural_addresses(config) -> None:
     bases = {p.type: p.base for p in config.peripherals.values()}
     assert bases == {"systick": 0xE000E010, "nvic": 0xE000E100, "scb": 0xE000ED00, "pka": 0x40010000,
-                     "usb": 0x40020000}
+                     "usb": 0x40020000, "trng": 0x40030000}
     assert config.peripherals["systick"].params["reference_clock_hz"] == 48_000_000
 
 

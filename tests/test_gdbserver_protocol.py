@@ -11,8 +11,8 @@ import sys
 import pytest
 from gdbserver_util import Client, InProcess, Server
 
-from emulator.debugger.gdbserver.packets import MAX_PACKET, Ack, checksum, frame
-from emulator.debugger.gdbserver.target import REGISTERS, target_xml
+from pkasim.debugger.gdbserver.packets import MAX_PACKET, Ack, checksum, frame
+from pkasim.debugger.gdbserver.target import REGISTERS, target_xml
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_a_port_in_use_is_one_line_and_exit_71(elf):
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        proc = subprocess.run([sys.executable, "-m", "emulator.cli", "gdbserver", str(elf("hello")), "--port",
+        proc = subprocess.run([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf("hello")), "--port",
                                str(port)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 71
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
@@ -187,7 +187,7 @@ def test_memory_replies_fit_the_packet_size_the_server_advertises(session):
 
 
 def test_the_server_serves_on_ipv6_loopback(make_machine, elf):
-    from emulator.debugger.gdbserver.server import Target, listen, serve
+    from pkasim.debugger.gdbserver.server import Target, listen, serve
 
     m = make_machine()
     m.load(elf("hello"))
@@ -213,7 +213,7 @@ def test_the_server_serves_on_ipv6_loopback(make_machine, elf):
 # --------------------------------------------------------------------------- hostile command lines
 
 def gdbserver(elf, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "emulator.cli", "gdbserver", str(elf("hello")), *extra],
+    return subprocess.run([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf("hello")), *extra],
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
 
@@ -237,8 +237,8 @@ def test_a_host_that_would_mean_every_interface_by_accident_is_refused(elf, host
 def test_listening_beyond_loopback_is_said_on_stderr(elf, monkeypatch, capsys):
     """--host 0.0.0.0 is taken, with a warning. (The socket is bound to 127.0.0.1 here:
     a test does not open a server to the network.)"""
-    import emulator.debugger.gdbserver.server as server
-    from emulator.cli import main
+    import pkasim.debugger.gdbserver.server as server
+    from pkasim.cli.main import main
 
     real = server.listen
     monkeypatch.setattr(server, "listen", lambda host, port, address=None: real("127.0.0.1", 0))
@@ -251,13 +251,13 @@ def test_listening_beyond_loopback_is_said_on_stderr(elf, monkeypatch, capsys):
 @pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("::1", True), ("localhost", True),
                                                  ("0.0.0.0", False), ("::", False)])
 def test_listen_addresses_say_whether_they_are_loopback(host, loopback):
-    from emulator.commands.gdbserver import listen_address
+    from pkasim.cli.gdbserver import listen_address
 
     assert listen_address(host, 0)[2] is loopback
 
 
 def test_the_command_listens_on_ipv6_loopback(elf):
-    proc = subprocess.Popen([sys.executable, "-m", "emulator.cli", "gdbserver", str(elf("hello")), "--host", "::1",
+    proc = subprocess.Popen([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf("hello")), "--host", "::1",
                              "--port", "0"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -286,3 +286,70 @@ def test_a_dump_that_cannot_be_written_after_the_session_is_one_line_and_exit_74
     assert status == 74, err
     assert err.count("pkasim: error:") == 1 and "cannot write dump of 'main'" in err
     assert "internal error" not in err
+
+
+def test_steps_and_reverse_steps_after_ctrl_c_move_one_instruction_each(make_machine, elf):
+    """Ctrl-C ends a continue between its slices (in code the run has translated):
+    each 's' from there executes one instruction and each 'bs' goes back one, through
+    the stop and before it, on the instructions a fresh run executes."""
+    from stepping_util import starts_after
+
+    m = make_machine()
+    m.load(elf("rsa_soft"))
+    server = InProcess(m)
+    c = Client(server.port)
+
+    def here() -> tuple[int, int, int, str]:
+        return (m.instructions, m.cycles, m.pc, c.ask("g"))
+
+    try:
+        c.raw(frame("c") + b"\x03")
+        assert c.reply() == "T02thread:1;"
+        path = [here()]
+        for _ in range(20):
+            assert c.ask("s") == "T05thread:1;"
+            path.append(here())
+        back = []
+        for _ in range(40):
+            assert c.ask("bs") == "T05thread:1;"
+            back.append(here())
+        assert c.ask("D") == "OK"
+    finally:
+        c.close()
+        server.close()
+    n = path[0][0]
+    assert [p[0] for p in path + back] == list(range(n, n + 21)) + list(range(n + 19, n - 21, -1))
+    assert back[:20] == path[-2::-1]
+    ref = make_machine()
+    ref.load(elf("rsa_soft"))
+    ref.run(max_cycles=path[0][1] - 1000)
+    starts = {k: (k, cycle, a) for k, cycle, a in starts_after(ref, 1100)}
+    assert [p[:3] for p in path + back] == [starts[p[0]] for p in path + back]
+
+
+def test_a_reverse_step_after_ctrl_c_in_a_fast_forwarded_loop_goes_back_one_instruction(make_machine, elf,
+                                                                                         monkeypatch):
+    """spin.elf's `while (1);` runs fast-forwarded (idle.c) from SysTick to SysTick;
+    a Ctrl-C ends the continue inside it. 'bs' re-executes the slice with an
+    instruction hook, which the fast-forward must not skip."""
+    from pkasim.debugger.gdbserver import server as gdbserver
+
+    monkeypatch.setattr(gdbserver, "SLICE_CYCLES", 10_000)  # Ctrl-C is seen before the firmware exits
+    m = make_machine()
+    m.load(elf("spin"))
+    server = InProcess(m)
+    c = Client(server.port)
+    try:
+        c.raw(frame("c") + b"\x03")
+        assert c.reply() == "T02thread:1;"
+        stop = (m.instructions, m.cycles, c.ask("g"))
+        assert c.ask("bs") == "T05thread:1;"
+        back = m.instructions
+        assert c.ask("s") == "T05thread:1;"
+        again = (m.instructions, m.cycles, c.ask("g"))
+        assert c.ask("D") == "OK"
+    finally:
+        c.close()
+        server.close()
+    assert back == stop[0] - 1
+    assert again == stop

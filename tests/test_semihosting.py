@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator import semihosting as sh
-from emulator.guest_errno import NEWLIB, guest_errno
-from emulator.hostfiles import HostDir
-from emulator.machine import StopReason
+from pkasim.core.machine import StopReason
+from pkasim.host import semihosting as sh
+from pkasim.host.guest_errno import NEWLIB, guest_errno
+from pkasim.host.hostfiles import HostDir
 
 SRAM_CODE = 0x20002000
 
@@ -397,7 +397,7 @@ class _Image:
     """An image with only the sections SYS_HEAPINFO looks at."""
 
     def __init__(self, *spans: tuple[int, int]) -> None:
-        from emulator.loader import Section
+        from pkasim.chip.loader import Section
 
         self.sections = [Section(f".s{i}", base, base, size, True) for i, (base, size) in enumerate(spans)]
         self.path = Path("fw.elf")

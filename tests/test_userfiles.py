@@ -1,4 +1,4 @@
-"""Reading files from user paths (emulator/userfiles.py): opens that never wait for a
+"""Reading files from user paths (emulator/base/userfiles.py): opens that never wait for a
 FIFO's writer, special files refused where a file is expected, reads with a bound,
 outputs checked before the work and written atomically."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.userfiles import NotARegularFile, check_output_path, open_input, read_bounded, write_atomically
+from pkasim.base.userfiles import NotARegularFile, check_output_path, open_input, read_bounded, write_atomically
 
 
 @pytest.fixture

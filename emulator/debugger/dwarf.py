@@ -14,7 +14,7 @@ from elftools.common.exceptions import ELFError
 from elftools.dwarf.callframe import FDE, RegisterRule
 from elftools.elf.elffile import ELFFile
 
-from emulator import limits, userfiles
+from pkasim.base import limits, userfiles
 
 LR, SP = 14, 13
 SOURCE_MAX = limits.SOURCE_MAX_BYTES  # a source file the debugger shows; a larger one is not shown

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import userfiles
-from ..errors import OutputError
+from pkasim.base import userfiles
+from pkasim.base.errors import OutputError
 
 log = logging.getLogger("pkasim.sweep")
 BUSY_TIMEOUT_MS = 60_000

@@ -2,7 +2,9 @@
 
 Both call ``run_guarded`` on a Task and hand each finished point to ``done`` at once,
 in the order they finish, so the caller stores it before the next one arrives: an
-interrupted or broken sweep loses only the points still running.
+interrupted or broken sweep loses only the points still running. Other grids of work
+(``pkasim faults``' chunks of faults) give their own ``call``: a picklable function of
+one task that returns (result, None) or (None, a one-line error), as run_guarded does.
 
 * ``LocalEngine``: concurrent.futures' ProcessPoolExecutor with ``--jobs`` worker
   processes (forkserver start: the model's modules are imported once, not per
@@ -25,11 +27,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ..errors import PkasimError
-from .point import Task, run_point
+from pkasim.base.errors import EXIT_UNAVAILABLE, PkasimError
+from pkasim.base.extras import need
+from pkasim.sweep.point import Task, run_point
 
 log = logging.getLogger("pkasim.sweep")
-EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: the Dask scheduler cannot be reached
 MAX_POOL_RESTARTS = 3  # a pool broken more often than this means points that kill their worker
 
 Done = Callable[[str, "dict[str, Any] | None", "str | None"], None]  # (task id, result, error)
@@ -73,16 +75,17 @@ class LocalEngine:
         self.jobs = jobs or cores()
         self.workers: list[int] = []  # the pids of the current pool (the tests kill one)
 
-    def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done, call: Callable[[Any], Any] = run_guarded,
+            preload: Sequence[str] = ("pkasim.sweep.point",)) -> None:
         pending = dict(tasks)
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["emulator.sweep.point"])
+        context.set_forkserver_preload(list(preload))
         restarts = 0
         while pending:
             pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context,
                                        initializer=_ignore_sigint)
             try:
-                futures = {pool.submit(run_guarded, task): tid for tid, task in pending.items()}
+                futures = {pool.submit(call, task): tid for tid, task in pending.items()}
                 self.workers = [p.pid for p in getattr(pool, "_processes", {}).values()]
                 for fut in as_completed(futures):
                     try:
@@ -111,6 +114,7 @@ class DaskEngine:
     name = "dask"
 
     def __init__(self, address: str, timeout: float = 10.0) -> None:
+        need("distributed", "dask", "pkasim sweep --engine dask")
         from distributed import Client
 
         self.address = address
@@ -121,11 +125,11 @@ class DaskEngine:
                                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
                                        ) from None
 
-    def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done, call: Callable[[Any], Any] = run_guarded,
+            prefix: str = "pkasim-sweep") -> None:
         from distributed import as_completed as dask_completed
 
-        futures = {self.client.submit(run_guarded, task, key=f"pkasim-sweep-{tid}", pure=False): tid
-                   for tid, task in tasks}
+        futures = {self.client.submit(call, task, key=f"{prefix}-{tid}", pure=False): tid for tid, task in tasks}
         try:
             for fut in dask_completed(futures):
                 tid = futures[fut]

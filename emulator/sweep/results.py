@@ -11,20 +11,22 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
-from .spec import METRICS, Sweep
+from pkasim.base.errors import OutputError
+from pkasim.base.extras import need
+from pkasim.sweep.spec import METRICS, Sweep
 
 PER_POINT = ("point", "key", "message", "cache_key", "error", "verified")  # not what a group is named by
 
 
 def table(rows: list[dict[str, Any]]) -> Any:
-    import pyarrow as pa
+    pa = need("pyarrow", "sweep", "pkasim sweep")
 
     return pa.Table.from_pylist(rows)
 
 
 def write_tables(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """results.parquet and results.csv in ``out``; OutputError (exit 74) if they cannot be written."""
+    need("pyarrow", "sweep", "pkasim sweep")
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -104,10 +106,15 @@ def _fmt(value: Any) -> str:
 
 def markdown(sweep: Sweep, rows: list[dict[str, Any]], counts: dict[str, int]) -> str:
     """The summary: what ran, the goal's answer, a table of the groups' means, failures."""
+    checks = []
+    if sweep.firmware:
+        checks.append("the RSA results against m^d mod n computed with Python integers")
+    if sweep.curve_jobs:
+        checks.append("the ECC results against the cryptography package's")
     lines = [f"# {sweep.name}", "",
              f"Sweep file `{sweep.source}`, base chip `{sweep.chip.name}`: {counts['total']} points "
              f"({counts['computed']} computed, {counts['cached']} from the cache, {counts['failed']} failed). "
-             "Every result was checked against m^d mod n computed with Python integers.", ""]
+             f"Every result was checked: {' and '.join(checks)}.", ""]
     answers = goal_answers(sweep, rows)
     if answers:
         target = sweep.goal["ops_per_s"]

@@ -2,12 +2,13 @@
 
     name: RSA-4096 at 10 ops/s              # a title for the summary and plots
     chip: ../ciu98320b.yaml                 # the base chip (default: the default chip)
-    build_dir: ../../firmware/build         # where images are found (default: firmware/build)
+    build_dir: ../../firmware/build         # where images are found (default: the bundled images)
     axes:
       firmware: [xrsa_opt.elf]              # images (names in build_dir, or paths)
       key_bits: [2048, 4096]
       keys: 2                               # random keys per key size (keys.py)
       messages: 1                           # random messages per key
+      curve_jobs: [p256-sign, x25519]       # ECC operations (pkasim bench's ECC job names)
       chip:                                 # chip overlays, in this order
         pka.maxlen: [2048, 4096]            # generated: max_words and ram_size
         pka.digit_bits: [32, 64, 128]       # any chip key; pka.X means peripherals.pka.X
@@ -28,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bench import BUILD_DIR
-from ..config import DEFAULT_CONFIG, load_yaml
-from ..errors import ConfigError
+from pkasim.base import resources
+from pkasim.base.errors import ConfigError
+from pkasim.chip.config import DEFAULT_CONFIG, load_yaml
+from pkasim.rsa.bench import BUILD_DIR
 
 METRICS = ("cycles", "instructions", "ms", "ops_per_s", "pka_ops", "busy_share", "firmware_ms")
 DEFAULT_METRICS = ("cycles", "ms", "ops_per_s", "pka_ops", "busy_share")
@@ -39,7 +41,7 @@ MAX_COUNT = 1000  # keys or messages per point: more is a typo, not a sweep
 MAX_POINTS = 100_000
 COLUMN_INT = (-(1 << 63), (1 << 63) - 1)  # a chip axis value is a column of the results table (Parquet int64)
 TOP_KEYS = ("name", "chip", "build_dir", "axes", "metrics", "functions", "goal", "plot")
-AXIS_KEYS = ("firmware", "key_bits", "keys", "messages", "chip")
+AXIS_KEYS = ("firmware", "key_bits", "keys", "messages", "curve_jobs", "chip")
 CHIP_SECTIONS = ("chip", "core", "memory", "peripherals")
 
 
@@ -66,6 +68,7 @@ class Sweep:
     functions: tuple[str, ...]
     goal: dict[str, Any] = field(default_factory=dict)
     plot_x: str | None = None
+    curve_jobs: tuple[str, ...] = ()  # ECC operations (pkasim.ecc.bench.ECC_JOBS keys), one point per chip each
 
     def resolve(self, text: str) -> Path:
         """A path written in the sweep file, relative to the file."""
@@ -139,8 +142,26 @@ def _chip_axes(source: str, value: Any) -> tuple[ChipAxis, ...]:
     return tuple(axes)
 
 
+def _curve_jobs(source: str, value: Any) -> tuple[str, ...]:
+    """The ECC jobs of ``axes.curve_jobs``: names of pkasim bench's ECC jobs."""
+    from pkasim.ecc.bench import ECC_JOBS
+
+    if value is None:
+        return ()
+    known = [j.key for j in ECC_JOBS]
+    jobs = _list(source, "axes.curve_jobs", value)
+    for job in jobs:
+        if job not in known:
+            raise _fail(source, "axes.curve_jobs", f"unknown ECC job {_shown(job)} (known: {', '.join(known)})")
+    if len(set(jobs)) != len(jobs):
+        raise _fail(source, "axes.curve_jobs", "a value is listed twice")
+    return tuple(jobs)
+
+
 def read_sweep(path: str | Path) -> Sweep:
-    """Read and check a sweep file; ConfigError (exit 78) or InputMissingError (66)."""
+    """Read and check a sweep file (a path, or a bundled sweep's name such as
+    ``sweeps/rsa4096-10ops``); ConfigError (exit 78) or InputMissingError (66)."""
+    path = resources.resolve_sweep(path)
     source = str(path)
     doc = load_yaml(path)
     if not isinstance(doc, dict):
@@ -164,7 +185,11 @@ def read_sweep(path: str | Path) -> Sweep:
     for key in axes:
         if key not in AXIS_KEYS:
             raise _fail(source, f"axes.{key}", f"unknown axis (known: {', '.join(AXIS_KEYS)})")
-    firmware = tuple(_name(source, "axes.firmware", v) for v in _list(source, "axes.firmware", axes.get("firmware")))
+    curve_jobs = _curve_jobs(source, axes.get("curve_jobs"))
+    if axes.get("firmware") is None and curve_jobs:
+        firmware: tuple[str, ...] = ()  # only ECC points
+    else:
+        firmware = tuple(_name(source, "axes.firmware", v) for v in _list(source, "axes.firmware", axes.get("firmware")))
     key_bits = tuple(_list(source, "axes.key_bits", axes.get("key_bits"), KEY_BITS))
     for bits in key_bits:
         if isinstance(bits, bool) or not isinstance(bits, int) or bits not in KEY_BITS:  # 2048.0 is not a size
@@ -205,9 +230,9 @@ def read_sweep(path: str | Path) -> Sweep:
         chip=path_of("chip", DEFAULT_CONFIG), build_dir=path_of("build_dir", BUILD_DIR),
         firmware=firmware, key_bits=key_bits, keys=_count(source, "axes.keys", axes.get("keys")),
         messages=_count(source, "axes.messages", axes.get("messages")), chip_axes=chip_axes,
-        metrics=metrics, functions=functions, goal=goal, plot_x=plot_x,
+        metrics=metrics, functions=functions, goal=goal, plot_x=plot_x, curve_jobs=curve_jobs,
     )
-    total = len(firmware) * len(key_bits) * sweep.keys * sweep.messages
+    total = len(firmware) * len(key_bits) * sweep.keys * sweep.messages + len(curve_jobs)
     for axis in chip_axes:
         total *= len(axis.values)
     if total > MAX_POINTS:

@@ -20,7 +20,7 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
-from emulator.debugger.gdbserver.packets import MAX_PACKET, Packet, Reader, frame
+from pkasim.debugger.gdbserver.packets import MAX_PACKET, Packet, Reader, frame
 
 ADDRESSES = ("0", "20000000", "20003ffc", "ffffffff", "100000000", "ffffffffffffffff", "1" + "0" * 16, "-4", "0x10",
              "", "zz", "c0", "40010000", "e000e010")
@@ -57,7 +57,7 @@ class SessionOutcome:
 
 def session(rng: random.Random, machine, packets: int) -> SessionOutcome:
     """Serve ``machine`` on a socket pair and send ``packets`` packets; what went wrong."""
-    from emulator.debugger.gdbserver.server import Session, Target
+    from pkasim.debugger.gdbserver.server import Session, Target
 
     ours, theirs = socket.socketpair()
     ours.settimeout(120)  # a server that stopped answering fails the case rather than the run

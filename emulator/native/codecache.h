@@ -1,0 +1,102 @@
+/*
+ * pkasim code cache: per-block totals of the cycle model, built natively the first
+ * time a block executes, for code anywhere (flash, SRAM, any executable region).
+ *
+ * The cache maps a block's start address to its cost, instruction count, last
+ * instruction's flags, alignment checks and first UNDEFINED instruction. It is filled
+ * from guest memory through Unicorn (uc_mem_read) and thumb.c, and it forgets code
+ * that is written: each executable region keeps a bitmap of the halfwords cached
+ * blocks were decoded from (and of the literal words they read), and a write that
+ * touches one drops the cache. Memory grows with the code executed, not with the
+ * size of the flash.
+ */
+#ifndef PK_CODECACHE_H
+#define PK_CODECACHE_H
+
+#include <stdint.h>
+
+#include "thumb.h"
+
+#define PK_NONE 0xFFFFFFFFu
+
+/* Unicorn's uc_mem_read (uc_err uc_mem_read(uc_engine *, uint64_t, void *, uint64_t)). */
+typedef int (*pk_code_read_fn)(void *uc, uint64_t address, void *bytes, uint64_t size);
+
+typedef struct {
+    uint32_t start;       /* block start address; PK_NONE for a free slot */
+    uint32_t size;        /* bytes */
+    uint32_t cost;        /* cycles, zero-wait-state table plus flash fetch wait states */
+    uint32_t insns;
+    uint32_t check_first; /* alignment checks: [check_first, check_first + check_n) */
+    uint16_t check_n;
+    uint8_t last_flags;   /* flags of the block's last instruction */
+    uint8_t uncheckable;  /* an access address could not be resolved at block entry */
+    uint32_t undef_off;   /* byte offset of the first UNDEFINED instruction, or PK_NONE */
+} pk_block;
+
+/* One alignment check: address = reg a + reg b + off at block entry (-1: no register). */
+typedef struct {
+    int8_t a, b;
+    uint8_t mask;
+    uint8_t pad;
+    int32_t off;
+    uint32_t pc; /* address of the accessing instruction */
+} pk_check;
+
+typedef struct pk_code pk_code;
+
+/* One register-addressed word or halfword access of a block (pk_code_accesses). */
+#define PK_ACC_MAX 64  /* unrolled copy loops of the ECC firmware have 32 or more */
+typedef struct {
+    uint32_t cost;    /* cycles of the block before the accessing instruction */
+    int8_t rn, rm;    /* address = rn + rm (-1: none) + imm, from the live registers */
+    uint8_t multiple; /* LDM/STM/PUSH/POP: any word of the next 64 bytes */
+    uint8_t pad;
+    int32_t imm;
+} pk_acc;
+
+/* Results of pk_code_block besides the block. */
+enum { PK_OK = 0, PK_NOMEM = 1, PK_UNREADABLE = 2 };
+
+pk_code *pk_code_new(uint32_t muls_cycles, uint32_t fetch_ws, uint32_t flash_base, uint32_t flash_end,
+                     void *mem_read);
+void pk_code_free(pk_code *c);
+/* Declare an executable memory region; writable regions get their writes watched. */
+int pk_code_add_region(pk_code *c, uint32_t base, uint32_t size, uint32_t writable);
+/* Forget every cached block (a new image, or code that changed). */
+void pk_code_clear(pk_code *c);
+/* Memory written at [addr, addr + len): drop the cache if cached code came from there.
+ * Returns 1 if it did. */
+int pk_code_written(pk_code *c, uint32_t addr, uint32_t len);
+
+/* The block [start, start + size): from the cache, or decoded now. A block seen with
+ * another size than the cached one (a run that stopped mid-block) is decoded into
+ * *scratch and not cached. Returns NULL and sets *err on failure. *watch is set to the
+ * index of a writable region whose write watch no longer covers its cached code. */
+const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
+                              pk_block *scratch, int *err, int *watch);
+const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
+
+/* The accesses of the cached block [start, end), in program order, decoded once;
+ * NULL when the block is not cached as such or has more than PK_ACC_MAX of them. */
+const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t end, uint32_t *n);
+
+/* Cycles and instructions of [start, stop) decoded from memory (a partial block). */
+uint32_t pk_code_cost_range(pk_code *c, void *uc, uint32_t start, uint32_t stop, uint32_t *insns);
+
+/* Decode the instructions of [start, end) from memory into out[], at most max of
+ * them (literal loads resolved when resolve is set); returns how many. */
+uint32_t pk_code_decode_range(pk_code *c, void *uc, uint32_t start, uint32_t end, pk_insn *out, uint32_t max,
+                              int resolve);
+
+/* The span a region's write watch must cover (lo >= hi: nothing cached there). */
+void pk_code_watch_need(const pk_code *c, uint32_t region, uint32_t *lo, uint32_t *hi);
+/* Record the span the caller now watches for writes in that region; read it back. */
+void pk_code_watch_set(pk_code *c, uint32_t region, uint32_t lo, uint32_t hi);
+void pk_code_watch_span(const pk_code *c, uint32_t region, uint32_t *lo, uint32_t *hi);
+
+/* Bytes the cache holds now (tables, checks, bitmaps), for reports and benchmarks. */
+uint64_t pk_code_bytes(const pk_code *c);
+uint32_t pk_code_blocks(const pk_code *c);
+
+#endif
