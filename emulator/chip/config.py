@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from pkasim.base import limits, resources
+from pkasim.base import limits, resources, userfiles
 from pkasim.base.errors import ConfigError, InputMissingError
 
 DEFAULT_CONFIG = resources.default_chip()  # configs/ciu98320b.yaml, bundled as package data
@@ -540,9 +540,9 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
 
 def read_bounded(path: str | Path, limit: int = limits.CONFIG_MAX_BYTES) -> bytes:
     """At most ``limit`` + 1 bytes of a file: /dev/zero or a huge file is refused by its
-    reader, never read into memory whole. Raises OSError as open() does."""
-    with Path(path).open("rb") as fh:
-        return fh.read(limit + 1)
+    reader, never read into memory whole; a FIFO with no writer is refused instead of
+    blocking (pkasim.base.userfiles). Raises OSError as open() does."""
+    return userfiles.read_bounded(path, limit, streams=True)
 
 
 def load_yaml(path: str | Path) -> Any:
