@@ -301,27 +301,6 @@ def loop_can_idle(code: bytes, addr: int) -> bool:
     return seen == len(code)
 
 
-_LOOP_REG_BITS = {**{f"r{i}": 1 << i for i in range(13)}, "sb": 1 << 9, "sl": 1 << 10, "fp": 1 << 11,
-                  "ip": 1 << 12, "sp": 1 << 13, "lr": 1 << 14, "pc": 0, "cpsr": 0, "apsr": 0}
-LOOP_APSR = 1 << 15  # bit 15 of a loop's register mask stands for APSR (the flags)
-
-
-@functools.lru_cache(maxsize=4096)
-def loop_registers(code: bytes, addr: int) -> int:
-    """The registers an idle-candidate loop can change, as a mask (bit n: Rn, bit 13
-    SP, bit 14 LR, LOOP_APSR: the flags): every register its instructions name or
-    touch, so any the loop writes is in it, and the flags always. The native idle
-    check (idle.c) compares only these between iterations; the others cannot change
-    while the loop runs."""
-    mask = LOOP_APSR
-    for insn in _md().disasm(code, addr):
-        read, written = insn.regs_access()
-        for reg in (*read, *written):
-            bit = _LOOP_REG_BITS.get(insn.reg_name(reg))
-            mask |= 0xFFFF if bit is None else bit
-    return mask
-
-
 def disassemble_one(data: bytes, addr: int) -> str:
     """One instruction as text, for reports and the debugger."""
     insn = decode(data, addr)

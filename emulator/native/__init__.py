@@ -184,10 +184,9 @@ class PkState(ctypes.Structure):
         # the engine's TLB (tlb.c)
         ("tlb_page", ctypes.c_uint32),
         ("pad_tlb", ctypes.c_uint32),
-        # idle loops (idle.c): the registers each verdict's loop can change
-        ("verdict_regs", ctypes.c_uint16 * VERDICTS),
-        ("loop_mask", ctypes.c_uint32),
+        # idle loops (idle.c)
         ("loop_misses", ctypes.c_uint32),
+        ("pad_loop", ctypes.c_uint32),
         # counted mode (pkasim's engine: cyclehook.c pk_block_hook_counted)
         ("limit", ctypes.c_uint64),
         ("span_lo", ctypes.c_uint32),

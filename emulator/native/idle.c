@@ -38,19 +38,12 @@
  * to the same counts. */
 #define MISS_LIMIT 2u
 
-static int verdict(pk_state *s, uint32_t key, uint32_t end, uint32_t *regs) {
+static int verdict(pk_state *s, uint32_t key, uint32_t end) {
     uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
     if (s->verdict_addr[i] != key || s->verdict_end[i] != end) return 0;
-    *regs = s->verdict_regs[i];
     return s->verdict[i] & 3;
 }
 
-/* One more iteration of the loop at start ended (cost cycles, insns instructions,
- * blocks blocks). Returns 1 when the engine was stopped.
- *
- * Only the registers the loop can change (its verdict's mask, from Python: every
- * register its code names, and the flags) are read and compared; the others cannot
- * change while it runs. */
 /* The loop whose code is [start, end) is decided: not skipped until it is left. In
  * counted mode its blocks then run without the hook while they stay inside its code,
  * if no other loop hides in it (whose back edge the hook would have to see: the
@@ -64,6 +57,10 @@ static void decided(pk_state *s, uint32_t key, uint32_t end) {
     s->span_hi = end;
 }
 
+/* One more iteration of the loop at start ended (cost cycles, insns instructions,
+ * blocks blocks). Returns 1 when the engine was stopped. The registers (r0-r12, SP,
+ * LR, APSR) are compared with those at the iteration before; MISS_LIMIT differing
+ * iterations in a row decide the loop. */
 static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uint64_t insns, uint64_t blocks,
                      int multi) {
     if (s->loop_have == 2) return 0; /* decided: this loop is not skipped */
@@ -72,8 +69,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         decided(s, key, end);
         return 0;
     }
-    uint32_t mask = 0xFFFF;
-    int v = verdict(s, key, end, &mask);
+    int v = verdict(s, key, end);
     if (v == 0) {
         s->loop_key = key;
         s->stop_reason = STOP_LOOPCHK;
@@ -84,10 +80,8 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         decided(s, key, end);
         return 0;
     }
-    if (!s->loop_have) s->loop_mask = mask;
     int same = s->loop_have && s->py_reads == s->loop_py_reads && s->dev_events == s->loop_dev_events;
     for (int r = 0; r < 16; r++) {
-        if (!(s->loop_mask & (1u << r))) continue;
         uint32_t v32 = 0;
         s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
         if (v32 != s->loop_regs[r]) {

@@ -134,10 +134,9 @@ typedef struct {
     /* ---- the engine's TLB (tlb.c) ---- */
     uint32_t tlb_page;          /* bytes per engine TLB page */
     uint32_t pad_tlb;
-    /* ---- idle loops (idle.c): the registers each verdict's loop can change ---- */
-    uint16_t verdict_regs[PK_VERDICTS]; /* bit n: Rn (13 SP, 14 LR), bit 15: APSR */
-    uint32_t loop_mask;         /* verdict_regs of the loop being compared */
-    uint32_t loop_misses;       /* its iterations in a row whose registers differed */
+    /* ---- idle loops (idle.c) ---- */
+    uint32_t loop_misses;       /* iterations in a row whose registers differed */
+    uint32_t pad_loop;
     /* ---- counted mode (pkasim's engine, docs/engine.md): the generated code commits
      * each block and records the next one itself; pk_block_hook_counted runs only
      * at a block start where cycles >= limit, or where the block asks for it ---- */
