@@ -2,7 +2,10 @@
 
 Both call ``run_guarded`` on a Task and hand each finished point to ``done`` at once,
 in the order they finish, so the caller stores it before the next one arrives: an
-interrupted or broken sweep loses only the points still running.
+interrupted or broken sweep loses only the points still running. Other campaigns of
+independent tasks (``pkasim power`` and ``tvla``: chunks of traces) give their own
+``work`` function, which returns (result, error) as ``run_guarded`` does, and the
+modules their workers should import once (``preload``).
 
 * ``LocalEngine``: concurrent.futures' ProcessPoolExecutor with ``--jobs`` worker
   processes (forkserver start: the model's modules are imported once, not per
@@ -66,23 +69,29 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+Work = Callable[[Any], "tuple[dict[str, Any] | None, str | None]"]
+
+
 class LocalEngine:
     name = "local"
 
-    def __init__(self, jobs: int | None = None) -> None:
+    def __init__(self, jobs: int | None = None, *, work: Work = run_guarded,
+                 preload: Sequence[str] = ("pkasim.sweep.point",)) -> None:
         self.jobs = jobs or cores()
+        self.work = work
+        self.preload = list(preload)
         self.workers: list[int] = []  # the pids of the current pool (the tests kill one)
 
-    def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done) -> None:
         pending = dict(tasks)
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["pkasim.sweep.point"])
+        context.set_forkserver_preload(self.preload)
         restarts = 0
         while pending:
             pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context,
                                        initializer=_ignore_sigint)
             try:
-                futures = {pool.submit(run_guarded, task): tid for tid, task in pending.items()}
+                futures = {pool.submit(self.work, task): tid for tid, task in pending.items()}
                 self.workers = [p.pid for p in getattr(pool, "_processes", {}).values()]
                 for fut in as_completed(futures):
                     try:
@@ -110,10 +119,12 @@ class LocalEngine:
 class DaskEngine:
     name = "dask"
 
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
-        need("distributed", "dask", "pkasim sweep --engine dask")
+    def __init__(self, address: str, timeout: float = 10.0, *, work: Work = run_guarded,
+                 purpose: str = "pkasim sweep --engine dask") -> None:
+        need("distributed", "dask", purpose)
         from distributed import Client
 
+        self.work = work
         self.address = address
         try:
             self.client = Client(address, timeout=timeout)
@@ -122,10 +133,11 @@ class DaskEngine:
                                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
                                        ) from None
 
-    def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done) -> None:
         from distributed import as_completed as dask_completed
 
-        futures = {self.client.submit(run_guarded, task, key=f"pkasim-sweep-{tid}", pure=False): tid
+        prefix = "pkasim-sweep" if self.work is run_guarded else f"pkasim-{self.work.__name__}"
+        futures = {self.client.submit(self.work, task, key=f"{prefix}-{tid}", pure=False): tid
                    for tid, task in tasks}
         try:
             for fut in dask_completed(futures):
