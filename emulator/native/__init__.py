@@ -223,6 +223,10 @@ def _declare_leak(lib: ctypes.CDLL) -> None:
     _declare(lib.pk_leak_done, u32, ptr)
     _declare(lib.pk_leak_classes, u32)
     _declare(lib.pk_leak_terms, u32)
+    dbl, words = ctypes.c_double, ctypes.POINTER(u32)
+    _declare(lib.pk_pka_rows, None, u32, words, words, words, words, u64, u64, dbl, dbl, ctypes.POINTER(dbl))
+    _declare(lib.pk_pka_pass, None, u32, words, words, words, u32, u64, u64, u64, u64, dbl, dbl,
+             ctypes.POINTER(dbl))
 
 
 def find_library(stem: str) -> Path | None:

@@ -455,3 +455,68 @@ uint64_t pk_leak_digest(const pk_leak *L) { return L->digest; }
 uint32_t pk_leak_done(const pk_leak *L) { return L->done; }
 uint32_t pk_leak_classes(void) { return LK_CLASSES; }
 uint32_t pk_leak_terms(void) { return LK_TERMS; }
+
+/* ------------------------------------------------------------------ the PKA's datapath
+ * pkasim.analysis.power.pka states the model and computes it in NumPy for any digit
+ * size; these two functions compute the same for 32-bit digits, the default chip's,
+ * where an RSA window holds dozens of operations per trace. */
+
+static void place(double *out, uint64_t first, uint64_t length, uint64_t step, uint64_t steps, double value) {
+    out[first + (step * length) / steps] += value;
+}
+
+/* MONTMUL's d^2 digit steps (radix 2^32): row i reads a_i, then b_j and n_j for each j
+ * and writes digit j of the new T. Step k = i d + j goes to cycle first + k length /
+ * d^2 of out. T after the last row (d + 2 words) is left in t. */
+void pk_pka_rows(uint32_t d, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t *t, uint64_t first,
+                 uint64_t length, double hd_read, double hd_write, double *out) {
+    uint32_t n_prime = 1; /* -n^-1 mod 2^32 by Newton's iteration (n odd) */
+    for (int k = 0; k < 5; k++) n_prime *= 2u - n[0] * n_prime;
+    n_prime = 0u - n_prime;
+    memset(t, 0, (d + 2) * sizeof *t);
+    uint32_t bus_a = 0, bus_b = 0, bus_n = 0, bus_w = 0;
+    uint64_t steps = (uint64_t)d * d;
+    for (uint32_t i = 0; i < d; i++) {
+        uint32_t ai = a[i];
+        uint32_t q = (t[0] + ai * b[0]) * n_prime;
+        uint64_t c1 = 0, c2 = 0;
+        /* t = (t + ai b + q n) / 2^32, the digits of the new T written from j = 0 up */
+        for (uint32_t j = 0; j < d; j++) {
+            uint64_t s = (uint64_t)t[j] + (uint64_t)ai * b[j] + c1;
+            c1 = s >> 32;
+            uint64_t u = (s & 0xFFFFFFFFu) + (uint64_t)q * n[j] + c2;
+            c2 = u >> 32;
+            if (j > 0) t[j - 1] = (uint32_t)u;
+        }
+        uint64_t s = (uint64_t)t[d] + c1 + c2;
+        t[d - 1] = (uint32_t)s;
+        s = (uint64_t)t[d + 1] + (s >> 32);
+        t[d] = (uint32_t)s;
+        t[d + 1] = (uint32_t)(s >> 32);
+        for (uint32_t j = 0; j < d; j++) {
+            uint32_t flips = hw32(bus_b ^ b[j]) + hw32(bus_n ^ n[j]);
+            if (j == 0) flips += hw32(bus_a ^ ai);
+            bus_b = b[j];
+            bus_n = n[j];
+            place(out, first, length, (uint64_t)i * d + j, steps,
+                  hd_read * flips + hd_write * hw32(bus_w ^ t[j]));
+            bus_w = t[j];
+        }
+        bus_a = ai;
+    }
+}
+
+/* One pass over d digits of a multi-pass operation: read x_j and y_j, write w_j (the
+ * write bus held w_prev before); the pass's steps are steps step0 .. step0 + d - 1
+ * of the phase's `steps`, over [first, first + length) of out. */
+void pk_pka_pass(uint32_t d, const uint32_t *x, const uint32_t *y, const uint32_t *w, uint32_t w_prev, uint64_t first,
+                 uint64_t length, uint64_t step0, uint64_t steps, double hd_read, double hd_write, double *out) {
+    uint32_t bx = 0, by = 0, bw = w_prev;
+    for (uint32_t j = 0; j < d; j++) {
+        double v = hd_read * (hw32(bx ^ x[j]) + hw32(by ^ y[j])) + hd_write * hw32(bw ^ w[j]);
+        bx = x[j];
+        by = y[j];
+        bw = w[j];
+        place(out, first, length, step0 + j, steps, v);
+    }
+}

@@ -21,17 +21,21 @@ plus ``hd_write`` times the bit flips on the write bus, summed over the steps th
 fall in that cycle. The buses start each operation at zero. MONTMUL2 (the parallel
 pair) leaks as both of its products.
 
-Computed in NumPy per operation (a few per trace in a window); the row values T are
-exact integers, so the last row gives the PKA's own result when w d = 32 LEN.
+Computed per operation: natively (emulator/native/leakage.c, pk_pka_rows and
+pk_pka_pass) for 32-bit digits, the default chip's, and in NumPy for any digit size
+(the reference the tests hold the native code to). The row values T are exact
+integers, so the last row gives the PKA's own result when w d = 32 LEN.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 from collections.abc import Iterable
 
 import numpy as np
 
+from pkasim import native
 from pkasim.peripherals.pka import Started
 
 MODULAR_TWO_PASSES = ("MODADD", "MODSUB")
@@ -106,13 +110,16 @@ def _timing_key(name: str) -> str:
 
 
 def operation_leakage(op: Started, digit_bits: int, timing: dict[str, tuple[float, float, float]],
-                      weights: dict[str, float]) -> np.ndarray:
+                      weights: dict[str, float], *, use_native: bool = True) -> np.ndarray:
     """The leakage of each busy cycle of one operation (``op.cycles`` values)."""
     w = digit_bits
     d = -(-32 * op.words // w)
     out = np.full(op.cycles, float(weights["constant"]))
     hd_read, hd_write = float(weights["hd_read"]), float(weights["hd_write"])
     setup, main = _phases(op, timing, d)
+    if use_native and w == 32:
+        _native32(op, d, hd_read, hd_write, setup, main, out)
+        return out
     if op.name in ("MONTMUL", "MONTMUL2") and op.n & 1 and op.n > 1:
         products = [op.a] + ([op.a2] if op.name == "MONTMUL2" and op.a2 is not None else [])
         for a in products:
@@ -161,6 +168,38 @@ def _additive(op: Started, w: int, d: int, hd_read: float, hd_write: float, main
         passes.append((bus_flips(s_bits) + bus_flips(n_bits), bus_flips(np.concatenate([s_bits[-1:], r_bits]))[1:]))
     steps = np.concatenate([hd_read * r + hd_write * wr for r, wr in passes])
     _place(steps, main, len(out) - main, out)  # no d^2 phase (a = 0): the passes follow set-up
+
+
+def _words(x: int, d: int) -> ctypes.Array:
+    return (ctypes.c_uint32 * d).from_buffer_copy((x & ((1 << (32 * d)) - 1)).to_bytes(4 * d, "little"))
+
+
+def _native32(op: Started, d: int, hd_read: float, hd_write: float, setup: int, main: int, out: np.ndarray) -> None:
+    """``operation_leakage`` for 32-bit digits, natively (the same model, step for step)."""
+    lib = native.load()
+    dst = out.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+    cycles = len(out)
+    if op.name in ("MONTMUL", "MONTMUL2"):
+        if not (op.n & 1 and op.n > 1):
+            return
+        b, n = _words(op.b, d), _words(op.n, d)
+        for a in [op.a] + ([op.a2] if op.name == "MONTMUL2" and op.a2 is not None else []):
+            t = (ctypes.c_uint32 * (d + 2))()
+            lib.pk_pka_rows(d, _words(a, d), b, n, t, setup, main - setup, hd_read, hd_write, dst)
+            last = int.from_bytes(bytes(t), "little")
+            final = last - op.n if last >= op.n else last
+            lib.pk_pka_pass(d, t, n, _words(final, d), t[d - 1], main, cycles - main, 0, d, hd_read, hd_write, dst)
+        return
+    size = 1 << (32 * op.words)
+    first = (op.a + op.b) % size if op.name in ("ADD", "MODADD") else (op.a - op.b) % size
+    s = _words(first, d)
+    two = op.name in MODULAR_TWO_PASSES and op.n > 0
+    steps = 2 * d if two else d
+    lib.pk_pka_pass(d, _words(op.a, d), _words(op.b, d), s, 0, main, cycles - main, 0, steps, hd_read, hd_write, dst)
+    if two:
+        exact = op.a + op.b if op.name == "MODADD" else op.a - op.b
+        lib.pk_pka_pass(d, s, _words(op.n, d), _words(exact % op.n, d), s[d - 1], main, cycles - main, d, steps,
+                        hd_read, hd_write, dst)
 
 
 def add_operations(samples: np.ndarray, lo: int, ops: Iterable[Started], digit_bits: int,

@@ -105,6 +105,7 @@ class Tracer:
         self.operations: list[Started] = []
         if self.pka is not None:
             self.pka.on_start = self.operations.append
+        self._targets: dict[str, tuple[int, ...] | None] = {}
 
     # ------------------------------------------------------------------ symbols
     def room(self, symbol: str) -> int:
@@ -117,8 +118,32 @@ class Tracer:
         m = self.machine
         restore(m, self._base)
         self.operations.clear()
+        uc = m.core.uc
         for symbol, data in inputs.items():
-            m.write_symbol(symbol, data)
+            targets = self._targets.get(symbol, False)
+            if targets is False:
+                targets = self._targets[symbol] = self._plain_targets(symbol)
+            if targets is None:
+                m.write_symbol(symbol, data)
+            else:
+                for addr in targets:
+                    uc.mem_write(addr, data)
+
+    def _plain_targets(self, symbol: str) -> tuple[int, ...] | None:
+        """Where ``Machine.write_symbol`` puts the object's bytes (where it lives, and for
+        .data where its initial value is stored), when both are plain memory and no code:
+        then a trace writes them directly (a write that may touch code or a device goes
+        through ``write_symbol``, which tells the code caches)."""
+        m = self.machine
+        addr, size, _ = self.image.extent(symbol, self.config)
+        sec = self.image.section_of(addr)
+        places = [addr] + ([sec.lma + (addr - sec.vma)] if sec is not None and sec.lma != sec.vma else [])
+        for at in places:
+            if self.config.region_at(at) is None or m.bus.device_at(at) is not None:
+                return None
+            if any(base < at + size and at < base + len(code) for base, code in self.image.code):
+                return None
+        return tuple(places)
 
     def _finish(self, result: RunResult, to_end: bool) -> None:
         if result.reason == StopReason.EXIT or (result.reason == StopReason.BUDGET and not to_end):
