@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,35 @@ from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, add_config_option, parse_i
 
 SCHEMA = "pkasim.power/1"
 MAX_TRACES = 100_000_000
+SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$]*")
+MAX_HEX = 1 << 16  # bytes of one --fixed value (objects are at most a memory region anyway)
+
+
+def parse_fixed(text: str) -> tuple[str, bytes]:
+    """``SYMBOL=HEX`` (argparse type): the symbol and its bytes."""
+    sym, sep, value = text.partition("=")
+    if not sep or not SYMBOL.fullmatch(sym):
+        raise argparse.ArgumentTypeError(f"expected SYMBOL=HEX, got {text[:60]!r}")
+    digits = value.strip().removeprefix("0x").replace("_", "").replace(" ", "")
+    if len(digits) > 2 * MAX_HEX:
+        raise argparse.ArgumentTypeError(f"{sym}: at most {MAX_HEX:,} bytes")
+    if not digits or len(digits) % 2 or not re.fullmatch(r"[0-9A-Fa-f]*", digits):
+        raise argparse.ArgumentTypeError(f"{sym}: expected an even number of hex digits (bytes in memory order), "
+                                         f"got {value[:40]!r}")
+    return sym, bytes.fromhex(digits)
+
+
+def parse_random(text: str) -> tuple[str, int | None]:
+    """``SYMBOL`` or ``SYMBOL=bytes:N`` (argparse type)."""
+    sym, sep, kind = text.partition("=")
+    if not SYMBOL.fullmatch(sym):
+        raise argparse.ArgumentTypeError(f"expected SYMBOL or SYMBOL=bytes:N, got {text[:60]!r}")
+    if not sep:
+        return sym, None
+    m = re.fullmatch(r"bytes:(\d{1,9})", kind)
+    if m is None or int(m.group(1)) == 0:
+        raise argparse.ArgumentTypeError(f"{sym}: expected bytes:N with N > 0, got {kind[:40]!r}")
+    return sym, int(m.group(1))
 
 
 def _count(text: str) -> int:
@@ -57,7 +87,6 @@ def _sigma(text: str) -> float:
 def add_campaign_options(p: argparse.ArgumentParser) -> None:
     """What ``power`` and ``tvla`` share: the firmware, its window, its inputs, the noise,
     and where the traces run."""
-    from pkasim.analysis.power.inputs import parse_fixed, parse_random
     from pkasim.cli.sweep import _jobs
 
     p.add_argument("firmware", help="the ELF image")
@@ -205,6 +234,11 @@ def main(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("--output: each symbol once")
     if args.trs:
         need("trsfile", "power", "pkasim power --trs")
+    for path in [out] + ([Path(args.trs)] if args.trs else []):
+        try:  # before any run: a file that cannot be written is found at once
+            path.open("wb").close()
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     prep = Prepared(args, console, tuple(args.output))
     import numpy as np
 

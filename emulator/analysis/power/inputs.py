@@ -18,10 +18,8 @@ Values are written the way ``pkasim run --load`` writes them, before reset.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,35 +30,6 @@ import numpy as np
 from pkasim.base.errors import InputMissingError, LoadError, UsageError
 
 Generator = Callable[[np.random.Generator, bool], Mapping[str, bytes]]
-SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$]*")
-MAX_HEX = 1 << 16  # bytes of one --fixed value (objects are at most a memory region anyway)
-
-
-def parse_fixed(text: str) -> tuple[str, bytes]:
-    """``SYMBOL=HEX`` (argparse type): the symbol and its bytes."""
-    sym, sep, value = text.partition("=")
-    if not sep or not SYMBOL.fullmatch(sym):
-        raise argparse.ArgumentTypeError(f"expected SYMBOL=HEX, got {text[:60]!r}")
-    digits = value.strip().removeprefix("0x").replace("_", "").replace(" ", "")
-    if len(digits) > 2 * MAX_HEX:
-        raise argparse.ArgumentTypeError(f"{sym}: at most {MAX_HEX:,} bytes")
-    if not digits or len(digits) % 2 or not re.fullmatch(r"[0-9A-Fa-f]*", digits):
-        raise argparse.ArgumentTypeError(f"{sym}: expected an even number of hex digits (bytes in memory order), "
-                                         f"got {value[:40]!r}")
-    return sym, bytes.fromhex(digits)
-
-
-def parse_random(text: str) -> tuple[str, int | None]:
-    """``SYMBOL`` or ``SYMBOL=bytes:N`` (argparse type)."""
-    sym, sep, kind = text.partition("=")
-    if not SYMBOL.fullmatch(sym):
-        raise argparse.ArgumentTypeError(f"expected SYMBOL or SYMBOL=bytes:N, got {text[:60]!r}")
-    if not sep:
-        return sym, None
-    m = re.fullmatch(r"bytes:(\d{1,9})", kind)
-    if m is None or int(m.group(1)) == 0:
-        raise argparse.ArgumentTypeError(f"{sym}: expected bytes:N with N > 0, got {kind[:40]!r}")
-    return sym, int(m.group(1))
 
 
 def load_generator(text: str) -> Generator:

@@ -85,10 +85,18 @@ def montgomery_rows(a: int, b: int, n: int, w: int, d: int) -> list[int]:
     return rows
 
 
+def _span(first: int, length: int, cycles: int) -> tuple[int, int]:
+    """A phase's cycles within the operation's: a phase the rounding left without a
+    cycle of its own gets one (its steps happen, on the cycle where it would start)."""
+    first = max(0, min(first, cycles - 1))
+    return first, max(1, min(length, cycles - first))
+
+
 def _place(steps: np.ndarray, first: int, length: int, out: np.ndarray) -> None:
     """Spread a phase's per-step leakage evenly over its cycles [first, first + length)."""
-    if length <= 0 or not len(steps):
+    if not len(steps) or not len(out):
         return
+    first, length = _span(first, length, len(out))
     cycle = first + (np.arange(len(steps), dtype=np.int64) * length) // len(steps)
     out += np.bincount(cycle, weights=steps, minlength=len(out))[:len(out)]
 
@@ -185,21 +193,23 @@ def _native32(op: Started, d: int, hd_read: float, hd_write: float, setup: int, 
         b, n = _words(op.b, d), _words(op.n, d)
         for a in [op.a] + ([op.a2] if op.name == "MONTMUL2" and op.a2 is not None else []):
             t = (ctypes.c_uint32 * (d + 2))()
-            lib.pk_pka_rows(d, _words(a, d), b, n, t, setup, main - setup, hd_read, hd_write, dst)
+            lib.pk_pka_rows(d, _words(a, d), b, n, t, *_span(setup, main - setup, cycles), hd_read, hd_write, dst)
             last = int.from_bytes(bytes(t), "little")
             final = last - op.n if last >= op.n else last
-            lib.pk_pka_pass(d, t, n, _words(final, d), t[d - 1], main, cycles - main, 0, d, hd_read, hd_write, dst)
+            lib.pk_pka_pass(d, t, n, _words(final, d), t[d - 1], *_span(main, cycles - main, cycles), 0, d, hd_read,
+                            hd_write, dst)
         return
     size = 1 << (32 * op.words)
     first = (op.a + op.b) % size if op.name in ("ADD", "MODADD") else (op.a - op.b) % size
     s = _words(first, d)
     two = op.name in MODULAR_TWO_PASSES and op.n > 0
     steps = 2 * d if two else d
-    lib.pk_pka_pass(d, _words(op.a, d), _words(op.b, d), s, 0, main, cycles - main, 0, steps, hd_read, hd_write, dst)
+    span = _span(main, cycles - main, cycles)
+    lib.pk_pka_pass(d, _words(op.a, d), _words(op.b, d), s, 0, *span, 0, steps, hd_read, hd_write, dst)
     if two:
         exact = op.a + op.b if op.name == "MODADD" else op.a - op.b
-        lib.pk_pka_pass(d, s, _words(op.n, d), _words(exact % op.n, d), s[d - 1], main, cycles - main, d, steps,
-                        hd_read, hd_write, dst)
+        lib.pk_pka_pass(d, s, _words(op.n, d), _words(exact % op.n, d), s[d - 1], *span, d, steps, hd_read, hd_write,
+                        dst)
 
 
 def add_operations(samples: np.ndarray, lo: int, ops: Iterable[Started], digit_bits: int,
