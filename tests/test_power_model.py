@@ -190,9 +190,18 @@ def test_the_default_chip_states_the_default_weights(config):
     assert config.power.cpu["load"]["hw_op2"] == DEFAULT_CPU["load"][2]
 
 
-def test_a_power_section_changes_only_the_weights_it_names(repo):
+def chip_without_power(repo) -> str:
+    """The default chip file's text without its power: section (the last one)."""
     text = (repo / "configs" / "ciu98320b.yaml").read_text()
-    text += "\npower:\n  cpu:\n    mul: {hw_result: 9}\n  pka:\n    hd_write: 4\n"
+    return text[:text.index("\npower:")]
+
+
+def test_a_chip_file_without_a_power_section_gets_the_defaults(repo):
+    assert parse_config(chip_without_power(repo), "x.yaml").power == default_power()
+
+
+def test_a_power_section_changes_only_the_weights_it_names(repo):
+    text = chip_without_power(repo) + "\npower:\n  cpu:\n    mul: {hw_result: 9}\n  pka:\n    hd_write: 4\n"
     power = parse_config(text, "x.yaml").power
     assert power.cpu["mul"]["hw_result"] == 9 and power.pka["hd_write"] == 4
     expected = default_power()
@@ -208,6 +217,6 @@ def test_a_power_section_changes_only_the_weights_it_names(repo):
     ("power:\n  pka:\n    hd_read: yes\n", "power.pka.hd_read: expected a number"),
 ])
 def test_a_bad_power_section_names_file_line_and_key(repo, section, message):
-    text = (repo / "configs" / "ciu98320b.yaml").read_text() + "\n" + section
+    text = chip_without_power(repo) + "\n" + section
     with pytest.raises(ConfigError, match=r"x\.yaml:\d+: " + message.replace(".", r"\.")):
         parse_config(text, "x.yaml")
