@@ -14,6 +14,8 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from pkasim.base import userfiles
+
 
 class SourceLines:
     """The line table of one ELF, read once."""
@@ -22,7 +24,7 @@ class SourceLines:
         self._starts: list[int] = []
         self._rows: list[tuple[int, int, str | None, int]] = []  # (address, end of sequence, file, line)
         try:
-            with open(path, "rb") as fh:
+            with userfiles.open_input(path, streams=True) as fh:
                 elf = ELFFile(fh)
                 if not elf.has_dwarf_info():
                     return
@@ -67,6 +69,10 @@ class SourceLines:
         if not (start <= addr < end) or name is None or line <= 0:
             return None
         return name, line
+
+    def rows(self) -> list[tuple[int, int, str | None, int]]:
+        """Every line-table row: (start address, end address, file, line), by address."""
+        return list(self._rows)
 
     def describe(self, addr: int) -> str:
         """``file:line`` (the path relative to the working directory when below it), or ''."""

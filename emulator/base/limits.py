@@ -82,3 +82,20 @@ ELF_MAX_BYTES = 256 * MiB
 # A profile JSON for `pkasim diff` (one row per function: a large image's is a few
 # hundred KiB).
 PROFILE_MAX_BYTES = 64 * MiB
+
+# --------------------------------------------------------------------------- other files from user paths
+# Each is read with emulator/base/userfiles.py: at most the limit + 1 byte (a longer file, or
+# /dev/zero, is refused without being read whole), never blocking on a FIFO.
+
+# A PEM private key (`pkasim sign --key`, rsakey.RsaKey.load_pem): an RSA-4096 key is 3.2 KiB.
+KEY_MAX_BYTES = 64 * KiB
+# The file `pkasim sign --message` signs: it is hashed on the host, but held in memory whole.
+MESSAGE_MAX_BYTES = 64 * MiB
+# `pkasim apdu --file` (or stdin): APDUs of at most 1590 bytes, as hex lines.
+APDU_FILE_MAX_BYTES = 1 * MiB
+# `pkasim debug --commands` (or stdin): one command a line.
+SCRIPT_MAX_BYTES = 1 * MiB
+# A `pkasim regress` baseline: some hundred metrics, a few KiB.
+BASELINE_MAX_BYTES = 16 * MiB
+# A source file the debugger shows (its name comes from the ELF's DWARF).
+SOURCE_MAX_BYTES = 16 * MiB

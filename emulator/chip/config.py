@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from pkasim.base import limits, resources
+from pkasim.base import limits, resources, userfiles
 from pkasim.base.errors import ConfigError, InputMissingError
 from pkasim.chip.power import CPU_CLASSES, CPU_TERMS, PKA_TERMS, PowerConfig, default_power, weight
 
@@ -43,6 +43,7 @@ PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
     "scb": ("cpuid",),
     "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands", "clock_hz", "montmul_pair"),
     "usb": ("oscillator",),
+    "trng": ("seed", "word_cycles", "reseed_cycles", "fail_after"),
 }
 PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 
@@ -489,6 +490,7 @@ _MODELS = {
     "scb": ("pkasim.peripherals.scb", "Scb"),
     "pka": ("pkasim.peripherals.pka", "Pka"),
     "usb": ("pkasim.peripherals.usb", "Usb"),
+    "trng": ("pkasim.peripherals.trng", "Trng"),
 }
 # Every ARMv6-M core has an NVIC and an SCB at these addresses (ARMv6-M ARM B3.4,
 # B3.2); a chip file that does not list them still gets them, under these names.
@@ -540,9 +542,9 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
 
 def read_bounded(path: str | Path, limit: int = limits.CONFIG_MAX_BYTES) -> bytes:
     """At most ``limit`` + 1 bytes of a file: /dev/zero or a huge file is refused by its
-    reader, never read into memory whole. Raises OSError as open() does."""
-    with Path(path).open("rb") as fh:
-        return fh.read(limit + 1)
+    reader, never read into memory whole; a FIFO with no writer is refused instead of
+    blocking (pkasim.base.userfiles). Raises OSError as open() does."""
+    return userfiles.read_bounded(path, limit, streams=True)
 
 
 def load_yaml(path: str | Path) -> Any:

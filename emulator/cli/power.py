@@ -196,13 +196,13 @@ class Prepared:
         if args.engine == "dask":
             from pkasim.sweep.engines import DaskEngine
 
-            return DaskEngine(args.scheduler, work=campaign.take_guarded, purpose=f"pkasim {args.command} --engine dask")
+            return DaskEngine(args.scheduler)
         if args.jobs == 1:
             campaign.adopt(self.tracer)
             return None
         from pkasim.sweep.engines import LocalEngine
 
-        return LocalEngine(args.jobs, work=campaign.take_guarded, preload=("pkasim.analysis.power.campaign",))
+        return LocalEngine(args.jobs)
 
     def window_doc(self) -> dict[str, Any]:
         r = self.reference

@@ -2,10 +2,9 @@
 
 Both call ``run_guarded`` on a Task and hand each finished point to ``done`` at once,
 in the order they finish, so the caller stores it before the next one arrives: an
-interrupted or broken sweep loses only the points still running. Other campaigns of
-independent tasks (``pkasim power`` and ``tvla``: chunks of traces) give their own
-``work`` function, which returns (result, error) as ``run_guarded`` does, and the
-modules their workers should import once (``preload``).
+interrupted or broken sweep loses only the points still running. Other grids of work
+(``pkasim faults``' chunks of faults) give their own ``call``: a picklable function of
+one task that returns (result, None) or (None, a one-line error), as run_guarded does.
 
 * ``LocalEngine``: concurrent.futures' ProcessPoolExecutor with ``--jobs`` worker
   processes (forkserver start: the model's modules are imported once, not per
@@ -69,29 +68,24 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-Work = Callable[[Any], "tuple[dict[str, Any] | None, str | None]"]
-
-
 class LocalEngine:
     name = "local"
 
-    def __init__(self, jobs: int | None = None, *, work: Work = run_guarded,
-                 preload: Sequence[str] = ("pkasim.sweep.point",)) -> None:
+    def __init__(self, jobs: int | None = None) -> None:
         self.jobs = jobs or cores()
-        self.work = work
-        self.preload = list(preload)
         self.workers: list[int] = []  # the pids of the current pool (the tests kill one)
 
-    def run(self, tasks: Sequence[tuple[str, Any]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done, call: Callable[[Any], Any] = run_guarded,
+            preload: Sequence[str] = ("pkasim.sweep.point",)) -> None:
         pending = dict(tasks)
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(self.preload)
+        context.set_forkserver_preload(list(preload))
         restarts = 0
         while pending:
             pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context,
                                        initializer=_ignore_sigint)
             try:
-                futures = {pool.submit(self.work, task): tid for tid, task in pending.items()}
+                futures = {pool.submit(call, task): tid for tid, task in pending.items()}
                 self.workers = [p.pid for p in getattr(pool, "_processes", {}).values()]
                 for fut in as_completed(futures):
                     try:
@@ -119,12 +113,10 @@ class LocalEngine:
 class DaskEngine:
     name = "dask"
 
-    def __init__(self, address: str, timeout: float = 10.0, *, work: Work = run_guarded,
-                 purpose: str = "pkasim sweep --engine dask") -> None:
-        need("distributed", "dask", purpose)
+    def __init__(self, address: str, timeout: float = 10.0) -> None:
+        need("distributed", "dask", "pkasim sweep --engine dask")
         from distributed import Client
 
-        self.work = work
         self.address = address
         try:
             self.client = Client(address, timeout=timeout)
@@ -133,12 +125,11 @@ class DaskEngine:
                                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
                                        ) from None
 
-    def run(self, tasks: Sequence[tuple[str, Any]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done, call: Callable[[Any], Any] = run_guarded,
+            prefix: str = "pkasim-sweep") -> None:
         from distributed import as_completed as dask_completed
 
-        prefix = "pkasim-sweep" if self.work is run_guarded else f"pkasim-{self.work.__name__}"
-        futures = {self.client.submit(self.work, task, key=f"{prefix}-{tid}", pure=False): tid
-                   for tid, task in tasks}
+        futures = {self.client.submit(call, task, key=f"{prefix}-{tid}", pure=False): tid for tid, task in tasks}
         try:
             for fut in dask_completed(futures):
                 tid = futures[fut]

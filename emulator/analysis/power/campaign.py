@@ -175,9 +175,12 @@ def take_guarded(task: Task) -> tuple[dict[str, Any] | None, str | None]:
 # ---------------------------------------------------------------------- the command side
 
 class Engine(Protocol):
-    """pkasim.sweep.engines' LocalEngine and DaskEngine, built with ``work=take_guarded``."""
+    """pkasim.sweep.engines' LocalEngine or DaskEngine (``name`` "local" or "dask")."""
 
-    def run(self, tasks: Sequence[tuple[str, Any]], done: Callable[[str, Any, str | None], None]) -> None: ...
+    name: str
+
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Callable[[str, Any, str | None], None],
+            call: Callable[[Any], Any], **where: Any) -> None: ...
 
 
 class ChunkFailed(PkasimError):
@@ -204,7 +207,11 @@ def run(campaign: Campaign, engine: Engine | None, on_chunk: Callable[[dict[str,
             on_chunk(waiting.pop(state["next"]))
             state["next"] += 1
 
-    engine.run([(f"{campaign.token}-{t.index}", t) for t in tasks], done)
+    named = [(f"{campaign.token}-{t.index}", t) for t in tasks]
+    if engine.name == "dask":
+        engine.run(named, done, call=take_guarded, prefix="pkasim-power")
+    else:
+        engine.run(named, done, call=take_guarded, preload=("pkasim.analysis.power.campaign",))
     if state["next"] != len(tasks):
         raise ChunkFailed(f"{len(tasks) - state['next']} chunk(s) of traces did not come back", 70)
 
