@@ -136,7 +136,7 @@ def test_masked_aes_passes_a_first_order_tvla_the_unmasked_one_fails(elf, repo, 
     gen = repo / "firmware" / "images" / "aes_masked_inputs.py"
     report = tmp_path / "m.json"
     code = run(["tvla", elf("aes_masked"), "--window", "aes_round#2", "--inputs", f"{gen}:shares",
-                "--random", "aes_masks", "--traces", 400, "--noise", 10, "--json", report, "-q"])
+                "--traces", 400, "--noise", 10, "--json", report, "-q"])
     doc = json.loads(report.read_text())
     assert code == 0, doc["max_at"]
     assert doc["max_abs_t"] < 4.5 and doc["misaligned_traces"] == 0
@@ -166,6 +166,20 @@ def test_the_pka_adds_its_leakage_in_its_busy_cycles(elf, repo, tmp_path):
     busy = extra > 0
     assert 0.5 < busy.mean() < 1  # the PKA works most of the window; the CPU alone at its start
     assert np.unique(extra[busy]).size > 10  # data-dependent, not a constant
+
+
+def test_every_trace_draws_its_own_numbers_from_the_trng(elf, repo, tmp_path):
+    out = tmp_path / "m.npy"
+    gen = repo / "firmware" / "images" / "aes_masked_inputs.py"
+    assert run(["power", elf("aes_masked"), "--window", "aes_round#1", "--inputs", f"{gen}:shares", "--traces", 6,
+                "--output", "aes_masks", "--output", "aes_ct_share0", "--output", "aes_ct_share1", "--out", out,
+                "-q"]) == 0
+    side = np.load(out.with_suffix(".inputs.npz"))
+    masks = {m.tobytes() for m in side["out_aes_masks"]}
+    assert len(masks) == 6
+    for s0, s1, c0, c1 in zip(side["in_aes_pt_share0"], side["in_aes_pt_share1"], side["out_aes_ct_share0"],
+                              side["out_aes_ct_share1"]):
+        assert aes(bytes.fromhex(KEY), (s0 ^ s1).tobytes()) == (c0 ^ c1).tobytes()
 
 
 def test_rsa_exponent_blinding_hides_the_exponent_from_a_tvla(elf, tmp_path):

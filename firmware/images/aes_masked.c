@@ -11,21 +11,21 @@
  * needs. The plaintext comes in two shares and the ciphertext leaves in two, so no
  * unmasked value of the data is ever computed.
  *
- * The masks would come from the TRNG on the chip; here they are an input, aes_masks,
- * that pkasim power and tvla fill with fresh random bytes for every trace (--random
- * aes_masks).
+ * The masks come from the TRNG (src/trng.c): 6 bytes per encryption, kept in aes_masks.
+ * pkasim power and tvla reseed the TRNG for every trace, so every trace has its own.
  *
  * Inputs and outputs (ELF symbols in .data):
  *   aes_key         the key (default FIPS-197 C.1's)
  *   aes_pt_share0   plaintext ^ mask, aes_pt_share1 the mask (default: FIPS-197 C.1's
  *                   plaintext and a zero mask)
- *   aes_masks       m, mo, mc[0..3]: 6 random bytes (pkasim: --random aes_masks)
+ *   aes_masks       m, mo, mc[0..3]: the 6 bytes drawn from the TRNG (an output)
  *   aes_ct_share0   ciphertext ^ aes_ct_share1
  * With aes_check = 1 (default) it compares share0 ^ share1 with FIPS-197 C.1's
- * ciphertext and exits 1 if they differ; else 0.
+ * ciphertext and exits 1 if they differ; else 0 (3 if the TRNG failed).
  */
 #include <stdint.h>
 #include "semihost.h"
+#include "trng.h"
 
 #define DATA(name) __attribute__((section(".data." #name), used, aligned(4)))
 /* Two values masked alike must never follow each other on a bus: the transition
@@ -48,7 +48,7 @@ DATA(aes_key) uint8_t aes_key[16] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0
 DATA(aes_pt_share0) uint8_t aes_pt_share0[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
                                                  0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
 DATA(aes_pt_share1) uint8_t aes_pt_share1[16] = {0};
-DATA(aes_masks) uint8_t aes_masks[8] = {0x5a, 0xc3, 0x11, 0x22, 0x33, 0x44, 0, 0};
+DATA(aes_masks) uint8_t aes_masks[8] = {0};
 DATA(aes_ct_share0) uint8_t aes_ct_share0[16] = {0};
 DATA(aes_ct_share1) uint8_t aes_ct_share1[16] = {0};
 DATA(aes_check) uint32_t aes_check = 1;
@@ -221,6 +221,9 @@ __attribute__((noinline)) void aes_encrypt_masked(const uint8_t in0[16], const u
 int main(void)
 {
     aes_expand_key(aes_key);
+    trng_init();
+    if (trng_read(aes_masks, 6) != TRNG_OK)
+        return 3;
     aes_encrypt_masked(aes_pt_share0, aes_pt_share1, aes_ct_share0, aes_ct_share1);
     if (!aes_check)
         return 0;

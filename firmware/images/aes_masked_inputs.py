@@ -1,7 +1,7 @@
 """Inputs of aes_masked.elf for pkasim power and tvla: the plaintext in two shares.
 
     pkasim tvla firmware/build/aes_masked.elf --inputs firmware/images/aes_masked_inputs.py:shares \\
-        --random aes_masks --traces 20000 --noise 20
+        --traces 20000 --noise 20
 
 Each trace draws a fresh 16-byte mask u and gives the firmware p ^ u and u; in a TVLA
 the fixed group's plaintext p is FIXED (FIPS-197 C.1's), the random group's is random.

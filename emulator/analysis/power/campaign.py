@@ -6,8 +6,11 @@ the tracer of the campaign's setup, makes each trace's inputs and noise from a
 generator seeded by (seed, chunk number), and returns either the traces themselves
 (``pkasim power``) or, for a TVLA, only the two groups' moments (stats.Moments), so
 nothing that grows with the number of traces crosses a process boundary or stays in
-memory. The chunk size depends only on the window's length, and which group each
-trace of a TVLA belongs to is drawn once for the whole campaign (a shuffled, balanced
+memory. Each trace also reseeds the chip's TRNG from that generator, so what the
+firmware draws from it (masks, blinding factors) is fresh in every trace.
+
+The chunk size depends only on the window's length, and which group each trace of a
+TVLA belongs to is drawn once for the whole campaign (a shuffled, balanced
 assignment): the same seed gives the same traces, the same groups and the same
 statistics whatever the number of workers.
 """
@@ -126,8 +129,9 @@ def take(task: Task) -> dict[str, Any]:
     outputs: dict[str, list[bytes]] = {sym: [] for sym in c.outputs}
     instructions = 0
     for k in range(task.count):
+        seed = int(rng.integers(1 << 62))  # the TRNG's for this trace
         values = maker.make(rng, bool(groups[k]), tvla)
-        trace = tracer.trace(values, c.lo, c.hi, rows[k], to_end=bool(c.outputs))
+        trace = tracer.trace(values, c.lo, c.hi, rows[k], to_end=bool(c.outputs), seed=seed)
         aligned[k] = trace.digest == c.digest
         instructions += trace.instructions
         if not tvla:

@@ -106,6 +106,8 @@ class Tracer:
         if self.pka is not None:
             self.pka.on_start = self.operations.append
         self._targets: dict[str, tuple[int, ...] | None] = {}
+        # random number generators (the TRNG): each trace gives them a seed of its own
+        self.generators = [dev for dev in m.peripherals.values() if hasattr(dev, "set_seed")]
 
     # ------------------------------------------------------------------ symbols
     def room(self, symbol: str) -> int:
@@ -114,10 +116,13 @@ class Tracer:
         return room
 
     # ------------------------------------------------------------------ runs
-    def _start(self, inputs: dict[str, bytes]) -> None:
+    def _start(self, inputs: dict[str, bytes], seed: int | None = None) -> None:
         m = self.machine
         restore(m, self._base)
         self.operations.clear()
+        if seed is not None:
+            for dev in self.generators:
+                dev.set_seed(seed)
         uc = m.core.uc
         for symbol, data in inputs.items():
             targets = self._targets.get(symbol, False)
@@ -153,11 +158,14 @@ class Tracer:
                               code)
 
     def trace(self, inputs: dict[str, bytes], lo: int, hi: int, samples: np.ndarray, *,
-              to_end: bool = False, pcs: np.ndarray | None = None) -> Trace:
+              to_end: bool = False, pcs: np.ndarray | None = None, seed: int | None = None) -> Trace:
         """Run once with ``inputs`` and add the leakage of cycles [lo, hi) to ``samples``
         (float64, hi - lo long, zeroed by the caller). The run stops at the window's end,
-        or with ``to_end`` when the firmware exits (its outputs are then final)."""
-        self._start(inputs)
+        or with ``to_end`` when the firmware exits (its outputs are then final).
+        ``seed`` reseeds the chip's random number generators (the TRNG) for this run, so
+        the random numbers the firmware draws (masks, blinding) differ from trace to
+        trace as on a chip; None leaves the chip file's seed."""
+        self._start(inputs, seed)
         m = self.machine
         self.cpu.arm(lo, hi, samples, pcs)
         try:
