@@ -31,6 +31,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pkasim.base import limits
+
 CPU_CLASSES = ("alu", "shift", "mul", "load", "store", "other")  # leakage.c LK_* order
 CPU_TERMS = ("constant", "hw_op1", "hw_op2", "hd_op1", "hd_op2", "hw_result", "hd_data")
 PKA_TERMS = ("constant", "hd_read", "hd_write")
@@ -50,7 +52,7 @@ DEFAULT_CPU: dict[str, tuple[float, ...]] = {
 # The PKA per busy cycle: a constant (its activity, about an ALU instruction's), and per
 # bit flip on the digits it reads (A, B, N) and on the digit it writes; pkasim's choice.
 DEFAULT_PKA: dict[str, float] = {"constant": 400.0, "hd_read": 2.0, "hd_write": 2.0}
-WEIGHT_MAX = 1e6  # a weight beyond this is a typo, not a model
+WEIGHT_MAX = limits.POWER_WEIGHT_MAX
 
 
 @dataclass(frozen=True)

@@ -27,14 +27,15 @@ from typing import Any
 
 from rich.console import Console
 
+from pkasim.base import limits
 from pkasim.base.errors import OutputError, UsageError
 from pkasim.base.extras import need
 from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, add_config_option, parse_int, write_text
 
 SCHEMA = "pkasim.power/1"
-MAX_TRACES = 100_000_000
+MAX_TRACES = limits.POWER_TRACES_MAX
 SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$]*")
-MAX_HEX = 1 << 16  # bytes of one --fixed value (objects are at most a memory region anyway)
+MAX_HEX = limits.POWER_FIXED_MAX_BYTES
 
 
 def parse_fixed(text: str) -> tuple[str, bytes]:

@@ -27,6 +27,7 @@ import numpy as np
 from pkasim.analysis.power.cpu import CpuLeakage
 from pkasim.analysis.power.pka import add_operations
 from pkasim.analysis.windows import CallFinder, Window, line_ranges
+from pkasim.base import limits
 from pkasim.base.errors import LoadError, PkasimError, UsageError
 from pkasim.chip.config import ChipConfig
 from pkasim.core.machine import Machine
@@ -35,7 +36,7 @@ from pkasim.core.snapshot import LogArchive, capture, restore
 from pkasim.host.hostfiles import HostDir
 from pkasim.peripherals.pka import Pka, Started
 
-MAX_WINDOW_CYCLES = 1 << 22  # samples per trace (4,194,304 cycles: 87 ms at 48 MHz)
+MAX_WINDOW_CYCLES = limits.POWER_WINDOW_MAX_CYCLES  # samples per trace (87 ms at 48 MHz)
 EXIT_BUDGET, EXIT_LOCKUP = 124, 125
 
 
