@@ -263,3 +263,25 @@ def test_cpa_without_its_inputs_file_is_exit_66(capsys, tmp_path):
     np.save(tmp_path / "x.npy", np.zeros((3, 4), dtype=np.float32))
     code = run(["cpa", tmp_path / "x.npy", "--intermediate", "aes-sbox-hw:aes_pt"])
     one_error_line(capsys, code, 66, "x.inputs.npz")
+
+
+def test_an_inputs_function_that_raises_is_one_line_exit_65(elf, capsys, tmp_path):
+    gen = tmp_path / "gen.py"
+    gen.write_text("INPUTS = ['aes_pt']\n\ndef make(rng, fixed):\n    return {'aes_pt': 1 / 0}\n")
+    code = run(["power", elf("aes"), "--inputs", f"{gen}:make", "--traces", 2, "--out", tmp_path / "x.npy"])
+    one_error_line(capsys, code, 65, f"--inputs {gen}:make failed: ZeroDivisionError")
+
+
+def test_an_intermediate_that_raises_is_one_line_exit_65(aes_set, capsys, tmp_path):
+    model = tmp_path / "model.py"
+    model.write_text("def predict(inputs, byte, guess):\n    return inputs['no_such'][:, byte]\n")
+    code = run(["cpa", aes_set, "--intermediate", f"{model}:predict", "--bytes", 1])
+    one_error_line(capsys, code, 65, "predict(inputs, 0, guess) failed: KeyError")
+
+
+def test_a_python_intermediate_attacks_like_the_built_in_one(aes_set, tmp_path):
+    model = tmp_path / "model.py"
+    model.write_text("from pkasim.analysis.power.stats import AES_SBOX, HW8\nimport numpy as np\n"
+                     "S = np.frombuffer(AES_SBOX, dtype=np.uint8)\n\n"
+                     "def predict(inputs, byte, guess):\n    return HW8[S[inputs['aes_pt'][:, byte] ^ guess]]\n")
+    assert run(["cpa", aes_set, "--intermediate", f"{model}:predict", "--bytes", 2, "--key", KEY[:4], "-q"]) == 0

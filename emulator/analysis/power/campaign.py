@@ -17,10 +17,9 @@ statistics whatever the number of workers.
 
 from __future__ import annotations
 
-import math
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,7 +27,7 @@ import numpy as np
 from pkasim.analysis.power.inputs import InputMaker, InputSpec
 from pkasim.analysis.power.stats import Moments
 from pkasim.analysis.power.tracer import Setup, Tracer
-from pkasim.base.errors import PkasimError
+from pkasim.base.errors import LoadError, PkasimError
 
 CHUNK_TRACES = 256  # traces per chunk at most
 CHUNK_SAMPLES = 1 << 22  # samples per chunk at most (32 MiB of float64 in flight per worker)
@@ -157,8 +156,8 @@ def take(task: Task) -> dict[str, Any]:
 def _stack(symbol: str, values: list[bytes]) -> np.ndarray:
     sizes = {len(v) for v in values}
     if len(sizes) > 1:
-        raise PkasimError(f"'{symbol}': the traces' values have different lengths ({sorted(sizes)[:4]} bytes); "
-                          "give every trace the same number of bytes")
+        raise LoadError(f"'{symbol}': the traces' values have different lengths ({sorted(sizes)[:4]} bytes); "
+                        "give every trace the same number of bytes")
     return np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), -1)
 
 
@@ -227,17 +226,3 @@ def _checked(outcome: tuple[dict[str, Any] | None, str | None]) -> dict[str, Any
     if "error" in result:
         raise ChunkFailed(result["error"], result["exit_code"])
     return result
-
-
-def iter_rows(traces: np.ndarray, batch: int = 1024) -> Iterator[tuple[int, np.ndarray]]:
-    """(first row, rows) of a large (memory-mapped) trace array, a batch at a time."""
-    for first in range(0, len(traces), batch):
-        yield first, np.asarray(traces[first:first + batch], dtype=np.float64)
-
-
-def with_traces(campaign: Campaign, traces: int) -> Campaign:
-    return replace(campaign, traces=traces)
-
-
-def chunks_of(campaign: Campaign) -> int:
-    return math.ceil(campaign.traces / campaign.chunk)

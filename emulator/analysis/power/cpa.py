@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pkasim.analysis.power.stats import CpaSums, Intermediate
+from pkasim.base.errors import LoadError
 
 MEMORY = 1 << 28  # bytes of correlation sums in flight (bytes are attacked in groups below it)
 
@@ -86,9 +87,7 @@ def cpa(traces: np.ndarray, inputs: Mapping[str, np.ndarray], intermediate: Inte
                 x = np.asarray(traces[done:stop], dtype=np.float64)
                 part = {k: np.asarray(v[done:stop]) for k, v in inputs.items()}
                 for b in chunk:
-                    h = np.stack([np.asarray(intermediate(part, b, g), dtype=np.float64) for g in range(guesses)],
-                                 axis=1)
-                    sums[b].add(x, h)
+                    sums[b].add(x, _predict(intermediate, part, b, guesses, stop - done))
                 done = stop
             if key is not None:
                 for b in chunk:
@@ -107,6 +106,19 @@ def cpa(traces: np.ndarray, inputs: Mapping[str, np.ndarray], intermediate: Inte
                 res.traces_needed = _needed(hist[b])
             results.append(res)
     return CpaResult(n, size, guesses, results)
+
+
+def _predict(intermediate: Intermediate, inputs: Mapping[str, np.ndarray], byte: int, guesses: int,
+             n: int) -> np.ndarray:
+    """The predictions of every guess for a batch, (n, guesses); the user's function's
+    mistakes are one LoadError naming it."""
+    try:
+        h = np.stack([np.broadcast_to(np.asarray(intermediate(inputs, byte, g), dtype=np.float64), (n,))
+                      for g in range(guesses)], axis=1)
+    except Exception as exc:  # noqa: BLE001 - the user's function: its error, in one line
+        name = getattr(intermediate, "__name__", "the intermediate")
+        raise LoadError(f"{name}(inputs, {byte}, guess) failed: {type(exc).__name__}: {exc}") from None
+    return h
 
 
 def _needed(history: list[tuple[int, int]]) -> int | None:

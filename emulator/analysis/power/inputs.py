@@ -101,7 +101,10 @@ class InputMaker:
             if sym not in out:
                 out[sym] = value
         if self.generator is not None:
-            made = self.generator(rng, fixed_group)
+            try:
+                made = self.generator(rng, fixed_group)
+            except Exception as exc:  # noqa: BLE001 - the user's function: its error, in one line
+                raise LoadError(f"--inputs {self.spec.generator} failed: {type(exc).__name__}: {exc}") from None
             if not isinstance(made, Mapping):
                 raise UsageError(f"--inputs {self.spec.generator}: returned {type(made).__name__}, "
                                  "expected a mapping of symbol to bytes")
