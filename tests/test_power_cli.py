@@ -123,6 +123,15 @@ def test_tvla_finds_the_unprotected_aes_leak_and_names_where(elf, tmp_path, caps
     assert "LEAK" in capsys.readouterr().err
 
 
+def test_a_second_order_tvla_reports_its_order(elf, tmp_path):
+    report = tmp_path / "t.json"
+    code = run(["tvla", elf("aes"), "--window", "aes_round#1", "--fixed", f"aes_pt={PT}", "--random", "aes_pt",
+                "--traces", 200, "--noise", 10, "--order", 2, "--json", report, "-q"])
+    doc = json.loads(report.read_text())
+    assert doc["order"] == 2 and code == (1 if doc["leaks"] else 0)
+    assert isinstance(doc["max_abs_t"], float)
+
+
 def test_tvla_passes_when_the_tested_input_does_not_reach_the_window(elf, tmp_path):
     # aes_pt is read only inside aes_encrypt: the key schedule does not depend on it
     report = tmp_path / "t.json"

@@ -132,7 +132,9 @@ def where(prep: Prepared, index: int) -> dict[str, Any]:
         lines = _lines(prep)
         at = lines.at(pc) if lines is not None else None
         if at is not None:
-            doc["file"], doc["line"] = at
+            from pkasim.analysis.windows import describe_path
+
+            doc["file"], doc["line"] = describe_path(at[0]), at[1]
     busy = [op for op in ref.operations if op.start <= cycle < op.start + op.cycles]
     if busy:
         op = busy[0]
