@@ -220,3 +220,20 @@ def test_a_bad_power_section_names_file_line_and_key(repo, section, message):
     text = chip_without_power(repo) + "\n" + section
     with pytest.raises(ConfigError, match=r"x\.yaml:\d+: " + message.replace(".", r"\.")):
         parse_config(text, "x.yaml")
+
+
+def test_the_pka_hands_every_operation_s_operands_to_on_start(make_machine, elf):
+    m = make_machine()
+    m.load(elf("rsa_power"))
+    pka = m.peripherals["pka"]
+    seen: list[Started] = []
+    pka.on_start = seen.append
+    assert pka.state.fast_on == 0  # START must reach the Python model, which calls on_start
+    r = m.run(max_cycles=10**7)
+    assert r.exit_code == 0
+    assert len(seen) == sum(pka.operations.values()) > 1000
+    q = int.from_bytes(m.read_symbol("rsa_q"), "little")
+    mont = [op for op in seen if op.name == "MONTMUL" and op.n == q]
+    assert mont and all(op.words == 16 and op.cycles == pka.cycles_for("montmul", 16) for op in mont)
+    pka.on_start = None
+    assert pka.state.fast_on == 1  # the fast path is back
