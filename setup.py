@@ -47,7 +47,8 @@ NATIVE = [
     Extension(
         "pkasim.native._cyclehook",
         sources=[f"emulator/native/{name}.c" for name in
-                 ("state", "cyclehook", "codecache", "thumb", "excmodel", "idle", "observe", "cthash", "tlb")]
+                 ("state", "cyclehook", "codecache", "thumb", "excmodel", "idle", "observe", "cthash",
+                  "leakage", "tlb")]
         + ["peripherals/pka_fast.c", "peripherals/systick_fast.c"],
         include_dirs=["emulator/native"],
         depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",

@@ -99,3 +99,16 @@ SCRIPT_MAX_BYTES = 1 * MiB
 BASELINE_MAX_BYTES = 16 * MiB
 # A source file the debugger shows (its name comes from the ELF's DWARF).
 SOURCE_MAX_BYTES = 16 * MiB
+
+# --------------------------------------------------------------------------- power analysis (docs/power.md)
+
+# `pkasim power` and `tvla --traces`: the campaign is streamed (a TVLA keeps moments, not
+# traces), so this bounds the time asked for, not memory.
+POWER_TRACES_MAX = 100_000_000
+# Samples (cycles) of one trace's window: a TVLA keeps five float64 sums per sample and
+# group (320 MiB at this size), a chunk of traces 32 MiB.
+POWER_WINDOW_MAX_CYCLES = 1 << 22
+# One `--fixed SYMBOL=HEX` value, in bytes (an object is at most a memory region anyway).
+POWER_FIXED_MAX_BYTES = 1 << 16
+# A weight of the chip file's power: section (a larger one is a typo, not a model).
+POWER_WEIGHT_MAX = 1_000_000
