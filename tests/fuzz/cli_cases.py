@@ -50,13 +50,14 @@ def files(workdir: Path) -> dict[str, str]:
         "deep_json": str(workdir / "deep.json"), "profile": str(workdir / "profile.json"),
         "laughs": str(workdir / "laughs.yaml"), "deep_yaml": str(workdir / "deep.yaml"),
         "suite": str(workdir / "suite.yaml"),
+        "verifypin": str(BUILD / "verifypin.elf"), "aes": str(BUILD / "aes.elf"),
     }
 
 
 def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
     """One command line."""
     command = rng.choice(["run"] * 12 + ["profile"] * 2 + ["bench", "diff", "regress", "frobnicate", "", "--help", "-v",
-                          "gdbserver", "card", "usb"])
+                          "gdbserver", "card", "usb", "faults", "power", "tvla", "cpa"])
     argv: list[str] = [command] if command else []
     if rng.random() < 0.1:
         argv.insert(0, rng.choice(["-v", "-vv", "-q", "--bogus"]))
@@ -99,6 +100,46 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
                                   ["--wait", rng.choice(["nan", "-1", "inf", "x"]), "--vpcd", "127.0.0.1:9"],
                                   ["--vpcd", "127.0.0.1:9", "--state", pool[rng.choice(["dev_zero", "dir",
                                                                                          "missing_dir"])]]])
+    if command == "faults":
+        # One flaw each, refused before the golden run: a model, window, oracle, sample,
+        # order or output that cannot be, or an image that does not load.
+        flaw = rng.choice(["model", "window", "oracle", "sample", "firmware", "json", "replay"])
+        if flaw == "replay":
+            return argv + ["--replay", rng.choice(["x", "-1", "99999999999999999999"]), "--db", pool["missing"]]
+        argv.append(pool[rng.choice(["missing", "dir", "dev_zero", "text", "empty"])] if flaw == "firmware"
+                    else pool["verifypin"])
+        argv += ["--model", rng.choice(["nosuch", "skip:0", "skip:99", "", "reg-flip:x"]) if flaw == "model" else "skip"]
+        argv += ["--oracle", rng.choice(["exit=x", "nosuch", "mod:", "no_module_here:f", ""]) if flaw == "oracle"
+                 else "exit=0"]
+        if flaw == "window":
+            argv += ["--window", rng.choice(["no_such_function", "verify_pin#0", "100-50", "x.c:1-2", "", "#"])]
+        if flaw == "sample":
+            argv += ["--sample", rng.choice(["0", "-1", "x", "9" * 30]), "--window", "verify_pin"]
+        if flaw == "json":
+            argv += ["--window", "verify_pin", "--json", pool[rng.choice(["dir", "missing_dir"])]]
+        return argv
+    if command in ("power", "tvla"):
+        # Refused before the first trace: a count, symbol, value, window or output that cannot be.
+        flaw = rng.choice(["traces", "fixed", "random", "window", "firmware", "out", "inputs"])
+        argv.append(pool[rng.choice(["missing", "dir", "dev_zero", "text"])] if flaw == "firmware" else pool["aes"])
+        argv += ["--traces", rng.choice(["0", "1", "-5", "x", "9" * 30]) if flaw == "traces" else "4"]
+        if flaw == "fixed":
+            argv += ["--fixed", rng.choice(["nosuch=00", "plaintext=zz", "plaintext=" + "00" * 4000, "=", "plaintext"])]
+        if flaw == "random":
+            argv += ["--random", rng.choice(["nosuch", "plaintext=bytes:x", "plaintext=bytes:-1", ""])]
+        if flaw == "window":
+            argv += ["--window", rng.choice(["no_such_function", "5-1", "x.c:9-1", ""])]
+        if flaw == "inputs":
+            argv += ["--inputs", rng.choice(["no_module_here:f", "os:no_such_function", "x", ""])]
+        if command == "power":
+            argv += ["--out", rng.choice([pool["dir"], pool["missing_dir"] + ".npy"]) if flaw == "out"
+                     else str(Path(pool["out"]).with_suffix(".npy"))]
+        elif flaw == "out":
+            argv += ["--json", pool[rng.choice(["dir", "missing_dir"])]]
+        return argv
+    if command == "cpa":
+        return argv + [pool[rng.choice(["missing", "dir", "dev_zero", "text", "empty", "big"])],
+                       "--intermediate", rng.choice(["aes-sbox-hw:plaintext", "no_module_here:f", "x", ""])]
     if command == "usb":
         return argv + [rng.choice(["descriptors", "nonsense"])] + (
             [pool[rng.choice(["hello", "missing", "dir", "dev_zero", "text"])]] if rng.random() < 0.5 else []) + (
