@@ -40,6 +40,7 @@ $(STAMP): setup.py
 
 # The native cycle hook is rebuilt when its source changes.
 $(NATIVE): emulator/cyclehook.c emulator/codecache.c emulator/codecache.h emulator/thumb.c emulator/thumb.h \
+           emulator/align.c emulator/align.h \
            emulator/excmodel.c emulator/idle.c emulator/pkstate.h peripherals/pka_fast.c peripherals/systick_fast.c \
            emulator/observe.c emulator/observe.h emulator/cthash.c | $(STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .

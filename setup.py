@@ -17,11 +17,13 @@ setup(
     ext_modules=[
         Extension(
             "emulator._cyclehook",
-            sources=["emulator/cyclehook.c", "emulator/codecache.c", "emulator/thumb.c", "emulator/excmodel.c",
+            sources=["emulator/cyclehook.c", "emulator/codecache.c", "emulator/thumb.c", "emulator/align.c",
+                     "emulator/excmodel.c",
                      "emulator/idle.c", "peripherals/pka_fast.c", "peripherals/systick_fast.c", "emulator/observe.c",
                      "emulator/cthash.c"],
             include_dirs=["emulator"],
-            depends=["emulator/pkstate.h", "emulator/codecache.h", "emulator/thumb.h", "emulator/observe.h"],
+            depends=["emulator/pkstate.h", "emulator/codecache.h", "emulator/thumb.h", "emulator/align.h",
+                     "emulator/observe.h"],
             extra_compile_args=["-O3", "-std=c99"],
             py_limited_api=False,
         )

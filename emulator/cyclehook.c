@@ -14,9 +14,12 @@
  *      instruction outside ARMv6-M), which decodes it natively from guest memory
  *      (thumb.c) the first time, wherever it is: flash, SRAM, any executable region;
  *   4. evaluates the block's alignment checks against the registers at block entry
- *      and stops before the block when one of its word or halfword accesses would be
- *      unaligned (ARMv6-M faults on those; Unicorn does not), or when the block holds
- *      an instruction ARMv6-M does not have (UNDEFINED; Unicorn executes some).
+ *      (or runs its alignment program, align.c, when the block computes or loads an
+ *      address itself) and stops before the block when one of its word or halfword
+ *      accesses would be unaligned (ARMv6-M faults on those; Unicorn does not), when
+ *      an address can only be known mid-block or the block sets SP from a register
+ *      (the machine then runs the block in two parts), or when the block holds an
+ *      instruction ARMv6-M does not have (UNDEFINED; Unicorn executes some).
  *
  * The rules are in docs/cycle-model.md. This file knows nothing
  * of RSA, peripherals or Python; it is loaded with ctypes (no Python C API).
@@ -56,6 +59,20 @@ static uint32_t read_reg(pk_state *s, int r, uint32_t *cache, uint32_t *have) {
         *have |= 1u << r;
     }
     return cache[r];
+}
+
+/* Run a block's alignment program (align.c); 1 if it stopped the run before the block. */
+static int align_program(pk_state *s, void *uc, const pk_block *blk) {
+    static const uint32_t stop[4] = {STOP_NONE, STOP_ALIGN, STOP_ALIGN_SPLIT, STOP_SP_WRITE};
+    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr, s->id_msp, s->id_psp};
+    uint32_t pc = 0, addr = 0;
+    int found = pk_align_run(pk_code_program(s->code, blk), blk->check_n, pk_code_memory(s->code), &regs, &pc, &addr);
+    if (found == PK_ALIGN_OK) return 0;
+    s->stop_reason = stop[found];
+    s->align_pc = pc;
+    s->align_addr = addr;
+    s->emu_stop(uc);
+    return 1;
 }
 
 /* Commit the block that is executing: all of it (it ran to its end, or is about to
@@ -113,6 +130,11 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
             s->loop_start = 0xFFFFFFFFu;
         }
     }
+    if (s->split_start == a) {
+        /* The rest of a block split by the alignment checks: it was admitted whole. */
+        s->split_start = 0xFFFFFFFFu;
+        goto admitted;
+    }
     if (s->native_on && s->cycles >= s->native_min) pk_native_due(s);
     if (s->cycles >= s->deadline) {
         s->stop_reason = STOP_DEADLINE;
@@ -135,6 +157,7 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
         }
     }
 
+admitted:;
     /* The block's totals: cached, or decoded from guest memory now (codecache.c). */
     pk_block scratch;
     int err, watch;
@@ -154,7 +177,9 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
         return;
     }
     if (s->align_skip_start != a) {
-        if (blk->check_n) {
+        if (blk->program) {
+            if (align_program(s, uc, blk)) return;
+        } else if (blk->check_n) {
             uint32_t regs[16], have = 0;
             const pk_check *c = pk_code_checks(s->code, blk);
             for (uint32_t i = 0; i < blk->check_n; i++, c++) {

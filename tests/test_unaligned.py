@@ -18,6 +18,8 @@ import subprocess
 import pytest
 import unaligned_cases as U
 from elftools.elf.elffile import ELFFile
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from emulator.machine import Machine, StopReason
 
@@ -207,3 +209,147 @@ def test_alignment_checks_change_no_cycle_count(make_machine, elf, name):
         counts.append((r.reason, r.exit_code, r.cycles, r.instructions))
     assert counts[0] == counts[1]
 
+
+
+# loop: ldr r3, [r1] (SysTick RVR); ldr r4, [r0, r3]; adds r5, #1; b loop
+PERIPHERAL_LOOP = "0b68" "c458" "0135" "fbe7"
+
+
+def test_a_split_block_takes_interrupts_where_the_whole_block_would(make_machine, elf):
+    """SysTick interrupts a loop whose block is run in two parts on every iteration:
+    the interrupts land where they land without the checks (at block ends), so the
+    loop count, the handler count and the cycles agree."""
+    seen = []
+    for on in (True, False):
+        m = make_machine()
+        m.load(elf("systick"))
+        m.run(until="main", max_cycles=10**5)
+        _checks(m, on)
+        systick = m.peripherals["systick"]
+        systick.write(4, 4, 0x40)  # RVR: a period of 65 cycles, and the loop's index
+        systick.write(0, 4, 7)  # CSR: enable, interrupt, core clock
+        run_sram(m, PERIPHERAL_LOOP, r0=0x20001000, r1=U.SYST_RVR, r5=0)
+        handler = m.image.symbol("SysTick_Handler").address
+        entries = []
+        for _ in range(20):
+            m.run(until=handler, max_cycles=5000)
+            entries.append((m.cycles, m.read_u32(m.reg("sp") + 24)))  # the stacked return address
+            m.step()
+        seen.append((entries, m.instructions, m.reg("r5")))
+    assert seen[0] == seen[1]
+    assert {pc for _, pc in seen[0][0]} == {SRAM_CODE}  # taken between iterations, never mid-block
+
+
+def test_a_step_over_mov_sp_clears_the_low_bits_of_sp(make_machine, elf):
+    """``mov sp, r3`` (469d) with r3 = 0x20003001, then ``push {r4}`` (b410)."""
+    m = at_main(make_machine, elf)
+    run_sram(m, "9d46" "10b4" "fee7", r3=0x20003001)
+    assert m.step().reason == StopReason.STEP and m.reg("sp") == 0x20003000
+    m.step()
+    assert m.reg("sp") == 0x20002FFC and m.last_fault is None
+
+
+@pytest.mark.parametrize("stop", ["until", "breakpoint"])
+def test_a_run_asked_to_stop_at_a_split_access_stops_there(make_machine, elf, stop):
+    """The block is split at ``ldr r4, [r0, r3]``; a run told to stop there (an
+    'until' address or a breakpoint) stops before it, after the first load."""
+    m = at_main(make_machine, elf)
+    _peripheral_pointer(m, 0x44)
+    before = m.cycles
+    if stop == "until":
+        r = m.run(until=SRAM_CODE + 2, max_cycles=10**5)
+        assert r.reason == StopReason.UNTIL
+    else:
+        m.add_breakpoint(SRAM_CODE + 2)
+        r = m.run(max_cycles=10**5)
+        assert r.reason == StopReason.BREAKPOINT
+    assert m.pc == SRAM_CODE + 2 and m.cycles - before == 2 and m.reg("r3") == 0x44
+    r = m.run(until=SRAM_CODE + 6, max_cycles=10**5)
+    assert r.reason == StopReason.UNTIL and m.cycles - before == 5 and m.reg("r5") == 1
+
+
+# --------------------------------------------------------------------------- random blocks
+
+BUF = 0x20001000  # 256 bytes of pointers into itself, some misaligned
+STACK = 0x20001800
+FLASH_CODE = 0x00040000  # the random block: in flash, so no store of it rewrites it
+
+
+def _enc(kind: str, d) -> int:
+    """One random ARMv6-M instruction (16-bit), registers r0-r7 (r8 for the high forms)."""
+    r = lambda: d.draw(st.integers(0, 7))  # noqa: E731
+    if kind == "shift":
+        return d.draw(st.integers(0, 2)) << 11 | d.draw(st.integers(0, 31)) << 6 | r() << 3 | r()
+    if kind == "addsub":
+        return 0x1800 | d.draw(st.integers(0, 3)) << 9 | r() << 6 | r() << 3 | r()
+    if kind == "imm8":
+        return 0x2000 | d.draw(st.integers(0, 3)) << 11 | r() << 8 | d.draw(st.integers(0, 255))
+    if kind == "alu":
+        return 0x4000 | d.draw(st.integers(0, 15)) << 6 | r() << 3 | r()
+    if kind == "hi":  # mov r8, rX / add rX, r8 / mov rX, r8 / add r8, rX
+        return d.draw(st.sampled_from([0x4680 | r() << 3, 0x4440 | r(), 0x4640 | r(), 0x4480 | r() << 3]))
+    if kind == "ldst_reg":
+        return 0x5000 | d.draw(st.integers(0, 7)) << 9 | r() << 6 | r() << 3 | r()
+    if kind == "ldst_imm":
+        base = d.draw(st.sampled_from([0x6000, 0x7000, 0x8000]))
+        return base | d.draw(st.integers(0, 1)) << 11 | d.draw(st.integers(0, 7)) << 6 | r() << 3 | r()
+    if kind == "sp":  # STR/LDR [sp, #imm], ADD rd, sp, #imm, ADR
+        return d.draw(st.sampled_from([0x9000, 0x9800, 0xA800, 0xA000])) | r() << 8 | d.draw(st.integers(0, 15))
+    if kind == "ext":
+        return d.draw(st.sampled_from([0xB200, 0xBA00])) | d.draw(st.sampled_from([0, 1, 3])) << 6 | r() << 3 | r()
+    if kind == "pushpop":
+        return d.draw(st.sampled_from([0xB400, 0xBC00])) | d.draw(st.integers(1, 255))
+    if kind == "ldm":
+        return 0xC000 | d.draw(st.integers(0, 1)) << 11 | r() << 8 | d.draw(st.integers(1, 255))
+    return 0x4685 | r() << 3  # mov sp, rX
+
+
+KINDS = ["shift", "addsub", "imm8", "alu", "hi", "ldst_reg", "ldst_imm", "sp", "ext", "pushpop", "ldm", "movsp"]
+
+
+@pytest.fixture(scope="module")
+def anywhere(config, elf):
+    from emulator.loader import load_image
+    return Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO()), load_image(elf("anywhere"), config)
+
+
+def _outcome(m, how: str, end: int):
+    if how == "run":
+        m.run(until=end, max_cycles=10**5)
+    else:
+        while m.pc != end and m.last_fault is None and m.cycles < 10**5:
+            m.step()
+    f = m.last_fault
+    if f is not None:
+        return "fault", f.pc, f.cause, [f.registers[f"r{i}"] for i in range(8)] + [f.registers["sp"]]
+    return "end", m.pc, m.cycles, [m.reg(f"r{i}") for i in range(8)] + [m.reg("sp")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_random_block_faults_where_single_steps_fault(anywhere, data):
+    """A random straight-line block, run at full speed, stops where the same block
+    stepped one instruction at a time stops (a step always starts a block, so its
+    access's address is a register the block received), with the same registers."""
+    m, image = anywhere
+    n = data.draw(st.integers(1, 10))
+    code = [_enc(data.draw(st.sampled_from(KINDS)), data) for _ in range(n)]
+    words = data.draw(st.lists(st.integers(0, 255), min_size=64, max_size=64))
+    regs = [data.draw(st.sampled_from([BUF + data.draw(st.integers(0, 255)), data.draw(st.integers(0, 2**32 - 1)),
+                                       U.SYST_RVR])) for _ in range(8)]
+    rvr = data.draw(st.integers(0, 255))
+    blob = b"".join(h.to_bytes(2, "little") for h in code) + bytes.fromhex("fee7")
+    end = FLASH_CODE + 2 * n
+    outcomes = []
+    for how in ("run", "step"):
+        m.load(image)
+        m.write_memory(BUF, b"".join((BUF + w).to_bytes(4, "little") for w in words))
+        m.write_memory(FLASH_CODE, blob)
+        m.peripherals["systick"].write(4, 4, BUF + rvr & 0xFFFFFF)
+        for i, v in enumerate(regs):
+            m.set_reg(f"r{i}", v)
+        m.set_reg("r8", BUF + 6)
+        m.set_reg("sp", STACK)
+        m.set_reg("pc", FLASH_CODE)
+        outcomes.append(_outcome(m, how, end))
+    assert outcomes[0] == outcomes[1], [f"{FLASH_CODE + 2 * i:08x}: {h:04x}" for i, h in enumerate(code)]

@@ -248,7 +248,7 @@ def _pairs(p: Producer) -> list[Consumer]:
     return [c for c in CONSUMERS if c.form in ("base", "sp")]
 
 
-def _target(p: Producer, c: Consumer, delta: int) -> tuple[int, int] | None:
+def _target(c: Consumer, delta: int) -> tuple[int, int]:
     """(value for r3, r6) putting the access at offset ``delta`` from an aligned place."""
     if c.form == "base":
         return BUF + 0x40 + delta, 0
@@ -269,7 +269,7 @@ def build_cases() -> list[Case]:
             for aligned in (False, True):
                 offsets = (0,) if aligned else (1, 2, 3)
                 for delta in offsets:
-                    value, r6 = _target(p, c, delta)
+                    value, r6 = _target(c, delta)
                     made = p.make(value)
                     if made is None:
                         continue
@@ -285,7 +285,7 @@ def build_cases() -> list[Case]:
 def _asm_case(case: Case) -> list[str]:
     m = case.made
     n = case.index
-    out = [f"    .thumb_func", f"case_{n}:"]
+    out = ["    .thumb_func", f"case_{n}:"]
     if m.rvr is not None:
         out += [f"    ldr r1, =0x{SYST_RVR:08x}", f"    ldr r2, =0x{m.rvr:08x}", "    str r2, [r1]"]
     for addr, word in sorted(m.memory.items()):
