@@ -383,7 +383,7 @@ static int yields(const pk_aop *o) { return o->d != A_NONE; }
 
 int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n) {
     if (b->failed) return -1;
-    uint32_t nv = b->next, kept = 0, first_check = 0, have_check = 0;
+    uint32_t nv = b->next, kept = 0, have_check = 0;
     uint8_t *need = calloc(nv, 1), *keep = calloc(b->n ? b->n : 1, 1);
     uint16_t *map = malloc(nv * sizeof(uint16_t));
     if (!need || !keep || !map) {
@@ -401,10 +401,7 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
         kept++;
         need[o->a] = need[o->b] = need[o->c] = 1;
         if (o->op == A_LOAD) load_after = 1;
-        if (o->op == A_CHECK || o->op == A_SPW) {
-            first_check = o->pc;
-            have_check = 1;
-        }
+        if (o->op == A_CHECK || o->op == A_SPW) have_check = 1;
     }
     /* Number the kept values densely after the fixed ones; note the entry values read. */
     uint32_t entry = 0, count = V_FIRST;
@@ -414,10 +411,7 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
     for (uint32_t v = 0; v <= V_CARRY; v++)
         if (need[v]) entry |= 1u << v;
     free(need);
-    uint32_t total = kept + 1;
-    int split = count > MAX_VALUES;
-    if (split) total = 2;
-    if (!have_check) total = 0;
+    uint32_t total = have_check ? kept + 1 : 0; /* at most: the head, then the kept operations */
     if (prog->used + total > prog->cap) {
         uint32_t cap = prog->cap ? prog->cap : 1024;
         while (cap < prog->used + total) cap *= 2;
@@ -431,20 +425,32 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
         prog->cap = cap;
     }
     *first = prog->used;
-    *n = total;
+    *n = 0;
     if (total) {
-        pk_aop *out = &prog->ops[prog->used];
-        memset(out, 0, sizeof(*out));
-        out->op = A_HEAD;
-        out->d = (uint16_t)(split ? V_FIRST : count);
-        out->imm = split ? 0 : (int32_t)entry;
-        out->a = out->b = out->c = V_ZERO;
-        out++;
-        if (split) { /* too big to run before the block: split it at its first check */
-            memset(out, 0, sizeof(*out));
-            out->op = A_SPLIT;
-            out->pc = first_check;
-            out->d = A_NONE;
+        pk_aop *head = &prog->ops[prog->used], *out = head + 1;
+        memset(head, 0, sizeof(*head));
+        head->op = A_HEAD;
+        head->a = head->b = head->c = V_ZERO;
+        if (count > MAX_VALUES) {
+            /* Too big to run before the block: check what the entry registers give,
+             * and split the block at the first check that needs more. */
+            entry = 0;
+            for (uint32_t i = 0; i < b->n; i++) {
+                const pk_aop *o = &b->ops[i];
+                if (!keep[i] || (o->op != A_CHECK && o->op != A_SPW)) continue;
+                if (o->a >= V_FIRST || o->b >= V_FIRST) {
+                    memset(out, 0, sizeof(*out));
+                    out->op = A_SPLIT;
+                    out->pc = o->pc;
+                    out->d = A_NONE;
+                    out->a = out->b = out->c = V_ZERO;
+                    out++;
+                    break;
+                }
+                *out++ = *o;
+                entry |= (1u << o->a | 1u << o->b) & ((1u << V_ZERO) - 1);
+            }
+            head->d = V_FIRST;
         } else {
             for (uint32_t i = 0; i < b->n; i++) {
                 if (!keep[i]) continue;
@@ -457,7 +463,6 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
                     out->op = next->op == A_LOAD ? A_CHECK_LOAD : A_CHECK_STORE;
                     out->pc = o->pc;
                     i++;
-                    total--;
                 }
                 out->a = map[out->a];
                 out->b = map[out->b];
@@ -465,9 +470,11 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
                 if (yields(out)) out->d = map[out->d];
                 out++;
             }
+            head->d = (uint16_t)count;
         }
-        prog->used += total;
-        *n = total;
+        head->imm = (int32_t)entry;
+        *n = (uint32_t)(out - head);
+        prog->used += *n;
     }
     free(keep);
     free(map);

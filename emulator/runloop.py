@@ -188,6 +188,7 @@ class RunLoop:
         core = self.core
         s = core.state
         s.stop_reason = native.STOP_NONE
+        s.split_start = 0xFFFFFFFF  # admits the rest of a split block in this run only
         self._py_stop = None
         self._mem_fault = None
         pc = core.pc
@@ -353,6 +354,8 @@ class RunLoop:
         start = core.pc
         target = s.align_pc if s.stop_reason == native.STOP_ALIGN_SPLIT else s.align_addr
         sp_write = s.stop_reason == native.STOP_SP_WRITE
+        if target <= start:
+            raise PkasimError(f"internal error: alignment split of the block at 0x{start:08x} at 0x{target:08x}")
         stop_at = until if until is not None and start < until <= target else target
         s.stop_reason = native.STOP_NONE
         s.align_skip_start = start
@@ -492,6 +495,7 @@ class RunLoop:
         s = core.state
         s.deadline = NO_DEADLINE
         s.stop_reason = native.STOP_NONE
+        s.split_start = 0xFFFFFFFF
         self._py_stop = None
         self._mem_fault = None
         pc = core.pc
