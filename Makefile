@@ -10,7 +10,7 @@ NATIVE := $(VENV)/.native
 CONFIG ?= configs/ciu98320b.yaml
 FW_CC  ?=
 
-.PHONY: demo test fuzz firmware setup lint bench clean
+.PHONY: demo test fuzz firmware setup lint bench dist clean
 
 demo: setup firmware
 	@echo "== hello: a C firmware boots on the emulated SC000 and prints through semihosting"
@@ -22,8 +22,7 @@ demo: setup firmware
 	@echo "== bench: RSA-2048 vs RSA-4096 (xRSA) vs software on this chip"
 	$(VENV)/bin/pkasim bench --config $(CONFIG)
 
-test: setup firmware
-	$(VENV)/bin/ruff check .
+test: setup firmware lint
 	$(VENV)/bin/python -m pytest -q
 
 # The long fuzzing run (tests/fuzz/run.py; counts in docs/robustness.md). `make test`
@@ -33,31 +32,44 @@ fuzz: setup firmware
 
 setup: $(STAMP) $(NATIVE)
 
-$(STAMP): setup.py
+$(STAMP): setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@ $(NATIVE)
 
 # The native cycle hook is rebuilt when its source changes.
-$(NATIVE): emulator/cyclehook.c emulator/codecache.c emulator/codecache.h emulator/thumb.c emulator/thumb.h \
-           emulator/align.c emulator/align.h \
-           emulator/excmodel.c emulator/idle.c emulator/pkstate.h peripherals/pka_fast.c peripherals/systick_fast.c \
-           emulator/observe.c emulator/observe.h emulator/cthash.c | $(STAMP)
+$(NATIVE): emulator/native/state.c emulator/native/cyclehook.c emulator/native/codecache.c emulator/native/codecache.h emulator/native/thumb.c emulator/native/thumb.h \
+           emulator/native/align.c emulator/native/align.h \
+           emulator/native/excmodel.c emulator/native/idle.c emulator/native/pkstate.h peripherals/pka_fast.c peripherals/systick_fast.c \
+           emulator/native/observe.c emulator/native/observe.h emulator/native/cthash.c | $(STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
 
 firmware: setup
 	$(MAKE) -s -C firmware PYTHON=$(PY) CONFIG=$(abspath $(CONFIG)) $(if $(FW_CC),CC=$(FW_CC))
 
+# The sdist and the wheel in dist/ (docs/packaging.md): the wheel is built from the sdist
+# and carries the firmware images `make firmware` built, with their manifest.
+dist: setup firmware
+	rm -rf dist *.egg-info
+	$(PY) -m build --no-isolation --outdir dist .
+	$(PY) -m twine check --strict dist/*
+
 bench: setup firmware
 	$(VENV)/bin/python benchmarks/emu_speed.py
 
+# ruff, then the layers contract of pyproject.toml (import-linter). import-linter finds a
+# package's modules by walking its folder, and pkasim's source is two folders that
+# setuptools maps into one package, so it reads a copy laid out as pip installs it.
 lint: setup
 	$(VENV)/bin/ruff check .
+	@rm -rf build/layers && mkdir -p build/layers && cp -r emulator build/layers/pkasim \
+	  && cp -r peripherals build/layers/pkasim/peripherals
+	cd build/layers && PYTHONPATH=. $(abspath $(VENV))/bin/lint-imports --config $(CURDIR)/pyproject.toml
 
 clean:
 	$(MAKE) -s -C firmware clean
-	rm -rf build *.egg-info emulator/_cyclehook*.so .pytest_cache .ruff_cache
+	rm -rf build dist *.egg-info emulator/native/_cyclehook*.so .pytest_cache .ruff_cache
 
 distclean: clean
 	rm -rf $(VENV)

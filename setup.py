@@ -1,53 +1,120 @@
-"""pkasim: an instruction-level, cycle-counting emulator of a Cortex-M0 class MCU with a PKA.
+"""How the pkasim wheel is put together (its metadata is in pyproject.toml).
 
-The native cycle hook (emulator/cyclehook.c, with its code cache codecache.c and the
-Thumb decoder thumb.c) is built here as a plain shared object:
-it has no Python API and is loaded with ctypes, so it is declared as an Extension only
-to reuse setuptools' compiler handling.
+One import package, ``pkasim``: the repo folder ``emulator/`` is its source,
+``peripherals/`` becomes ``pkasim.peripherals`` (docs/architecture.md), and two folders
+of files become package data read through importlib.resources (pkasim.base.resources):
+``configs/`` is ``pkasim.configs`` (chip files, presets, sweep examples) and
+``firmware/`` is ``pkasim.firmware`` (sources, linker script, project template, demo
+keys and the prebuilt images). docs/packaging.md tells the whole story.
+
+- The native cycle hook (emulator/native/*.c with the devices' fast paths
+  peripherals/*_fast.c) is a plain shared object with no Python API, loaded with
+  ctypes: it is an Extension only to reuse setuptools' compiler handling, built with
+  the system C compiler; without one the build stops with one line saying so.
+- The firmware images in the wheel are those ``make firmware`` built with the pinned
+  zig clang, listed with the hashes of every source they came from in
+  ``firmware/build/manifest.json`` (firmware/tools/manifest.py). A wheel is built only
+  from images whose manifest matches the sources beside them; the sdist carries the
+  images, the manifest and the sources, so a wheel built from it checks the same way.
 """
 
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+from setuptools.errors import CCompilerError, ExecError, PlatformError, SetupError
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "firmware" / "tools"))
+import manifest as firmware_manifest  # noqa: E402  (firmware/tools/manifest.py: stdlib only)
+
+PACKAGES = (["pkasim"] + [f"pkasim.{p}" for p in find_packages("emulator")]
+            + ["pkasim.peripherals"] + [f"pkasim.peripherals.{p}" for p in find_packages("peripherals")]
+            + ["pkasim.configs", "pkasim.firmware"])
+PACKAGE_DIR = {"pkasim": "emulator", "pkasim.peripherals": "peripherals",
+               "pkasim.configs": "configs", "pkasim.firmware": "firmware"}
+
+# The native libraries the wheel carries, each found at run time by
+# pkasim.native.find_library(stem). A library the package can run without (a faster
+# engine, say) is added with optional=True: where it cannot be built, the build goes on
+# with one warning line and pkasim falls back to what it has.
+NATIVE = [
+    Extension(
+        "pkasim.native._cyclehook",
+        sources=[f"emulator/native/{name}.c" for name in
+                 ("state", "cyclehook", "codecache", "thumb", "align", "excmodel", "idle", "observe", "cthash")]
+        + ["peripherals/pka_fast.c", "peripherals/systick_fast.c"],
+        include_dirs=["emulator/native"],
+        depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",
+                 "emulator/native/align.h", "emulator/native/observe.h"],
+        extra_compile_args=["-O3", "-std=c99"],
+        py_limited_api=False,
+    ),
+]
+
+FIRMWARE_BUILD = HERE / "firmware" / "build"
+
+
+def bundled_images() -> list[str]:
+    """The images the manifest lists (none before `make firmware`: an editable install
+    reads firmware/build itself)."""
+    path = FIRMWARE_BUILD / firmware_manifest.MANIFEST
+    if not path.is_file():
+        return []
+    return sorted(json.loads(path.read_text())["images"])
+
+
+PACKAGE_DATA = {
+    "pkasim.configs": ["*.yaml", "presets/*.yaml", "sweeps/*.yaml"],
+    "pkasim.firmware": ["README.md", "link.ld", "src/*.c", "src/*.h", "images/*.c", "images/*.h", "images/*.txt",
+                        "keys/*.pem", "keys/README.md", "template/*", f"build/{firmware_manifest.MANIFEST}"]
+                       + [f"build/{name}" for name in bundled_images()],
+    # The model's C travels with it: pkasim.sweep's cache key digests the sources that
+    # determine a cycle count, the same in a checkout and a wheel.
+    "pkasim.native": ["*.c", "*.h"],
+    "pkasim.peripherals": ["*.c"],
+}
+
+
+class BuildNative(build_ext):
+    """The native libraries, with one clear line when there is no working C compiler."""
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except (CCompilerError, ExecError, PlatformError) as exc:
+            if getattr(ext, "optional", False):
+                print(f"warning: pkasim: {ext.name} was not built ({exc}); pkasim runs without it", file=sys.stderr)
+                return
+            raise SetupError(f"pkasim: cannot build its native cycle hook ({ext.name}): {exc}. It needs a C99 "
+                             "compiler: install gcc or clang (Debian: apt-get install gcc), or name one with "
+                             "CC=...") from None
+
+
+class BuildPackage(build_py):
+    """The Python package and its data; for a wheel, only with firmware images that
+    match their sources (firmware/build/manifest.json)."""
+
+    def run(self) -> None:
+        if not getattr(self, "editable_mode", False):
+            problem = firmware_manifest.check(FIRMWARE_BUILD)
+            if problem:
+                raise SetupError(f"pkasim: the wheel carries prebuilt firmware images, but {problem}. "
+                                 "Build them with the pinned zig clang first: make firmware")
+        super().run()
+
 
 setup(
-    name="pkasim",
-    version="0.1.0",
-    description="Cycle-exact emulator of an ARM SC000 microcontroller with a public-key accelerator",
-    python_requires=">=3.10",
-    packages=find_packages(include=["emulator", "emulator.*", "peripherals", "peripherals.*"]),
-    ext_modules=[
-        Extension(
-            "emulator._cyclehook",
-            sources=["emulator/cyclehook.c", "emulator/codecache.c", "emulator/thumb.c", "emulator/align.c",
-                     "emulator/excmodel.c",
-                     "emulator/idle.c", "peripherals/pka_fast.c", "peripherals/systick_fast.c", "emulator/observe.c",
-                     "emulator/cthash.c"],
-            include_dirs=["emulator"],
-            depends=["emulator/pkstate.h", "emulator/codecache.h", "emulator/thumb.h", "emulator/align.h",
-                     "emulator/observe.h"],
-            extra_compile_args=["-O3", "-std=c99"],
-            py_limited_api=False,
-        )
-    ],
-    install_requires=[
-        "unicorn==2.1.4",
-        "capstone==5.0.9",
-        "pyelftools==0.33",
-        "PyYAML==6.0.3",
-        "rich==15.0.0",
-        "cryptography==50.0.2",
-        "matplotlib==3.11.2",
-        "pyvcd==0.5.1",
-        "dask==2026.8.0",
-        "distributed==2026.8.0",
-        "pyarrow==26.0.1",
-    ],
-    extras_require={
-        "dev": [
-            "pytest==9.2.0",
-            "hypothesis==6.170.15",
-            "ruff==0.17.5",
-            "ziglang==0.17.1",
-        ],
-    },
-    entry_points={"console_scripts": ["pkasim=emulator.cli:main"]},
+    packages=PACKAGES,
+    package_dir=PACKAGE_DIR,
+    package_data=PACKAGE_DATA,
+    include_package_data=False,
+    ext_modules=NATIVE,
+    cmdclass={"build_ext": BuildNative, "build_py": BuildPackage},
+    zip_safe=False,
 )

@@ -5,8 +5,9 @@ choice: ``--elf coremark.elf``) several times, alternating, each run in a fresh
 process so no run warms another's caches:
 
 * this checkout with the checks on, and with them off (``state.align_enabled = 0``);
-* with ``--baseline DIR``: another pkasim checkout (its native library built, e.g. a
-  worktree of main with ``python setup.py build_ext --inplace``), checks on.
+* with ``--baseline DIR``: another pkasim checkout (its native library built in place,
+  e.g. a worktree of main after ``.venv/bin/python setup.py build_ext --inplace``),
+  checks on.
 
 It prints the median emulated MIPS of each (CPU time of the run, which other load
 on the machine disturbs less than wall time) and their ratios. Timing belongs here,
@@ -25,10 +26,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The child imports pkasim from the checkout it is given, by the same folder mapping as
+# setup.py (pkasim = emulator/, pkasim.peripherals = peripherals/, ...), whatever is
+# installed; each checkout's native library is built in place.
 CHILD = """
-import io, sys, time
-sys.path.insert(0, sys.argv[1])
-from emulator import Machine, load_config
+import importlib.util, io, sys, time
+from pathlib import Path
+root = Path(sys.argv[1])
+for name, folder in (("pkasim", "emulator"), ("pkasim.peripherals", "peripherals"), ("pkasim.configs", "configs"),
+                     ("pkasim.firmware", "firmware")):
+    spec = importlib.util.spec_from_file_location(name, root / folder / "__init__.py",
+                                                  submodule_search_locations=[str(root / folder)])
+    if spec is None:  # a data folder without __init__.py
+        spec = importlib.util.spec_from_loader(name, loader=None, is_package=True)
+        spec.submodule_search_locations = [str(root / folder)]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if spec.loader is not None:
+        spec.loader.exec_module(module)
+from pkasim import Machine, load_config
 m = Machine(load_config(), stdout=io.BytesIO(), stderr=io.BytesIO())
 m.load(sys.argv[2])
 if sys.argv[3] == "off":

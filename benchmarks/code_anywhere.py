@@ -29,9 +29,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator import Machine, load_config  # noqa: E402
+from pkasim import Machine, load_config  # noqa: E402
 
 BUILD = ROOT / "firmware" / "build"
 OLD_TABLE_BYTES_PER_BYTE = 19  # (3 + 12 + 20) bytes per halfword, rounded down per byte

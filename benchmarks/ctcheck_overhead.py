@@ -1,7 +1,7 @@
 """Wall time of a run hashed for `pkasim ct-check` over a plain run, in one process.
 
 For each image, the same Machine run (the image's built-in demo input) is timed
-alternately without and with emulator/cthash.c attached (its block hook, its memory
+alternately without and with emulator/native/cthash.c attached (its block hook, its memory
 hook on every CPU load and store, the observer's events), several rounds. It prints
 the median wall time of each, the median of the per-round ratios, and what the hash
 counted. The cycle counts of both runs are checked equal.
@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator.config import load_config  # noqa: E402
-from emulator.cthash import CtHash  # noqa: E402
-from emulator.loader import load_image  # noqa: E402
-from emulator.machine import Machine  # noqa: E402
+from pkasim.analysis.cthash import CtHash  # noqa: E402
+from pkasim.chip.config import load_config  # noqa: E402
+from pkasim.chip.loader import load_image  # noqa: E402
+from pkasim.core.machine import Machine  # noqa: E402
 
 DEFAULT_IMAGES = ["xrsa", "xrsa_win", "ctleak"]
 

@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator import Machine, load_config  # noqa: E402
-from emulator.debugger.engine import Debugger  # noqa: E402
-from emulator.debugger.snapshot import LogArchive, capture  # noqa: E402
-from emulator.debugger.timetravel import DEFAULT_INTERVAL  # noqa: E402
+from pkasim import Machine, load_config  # noqa: E402
+from pkasim.debugger.engine import Debugger  # noqa: E402
+from pkasim.debugger.snapshot import LogArchive, capture  # noqa: E402
+from pkasim.debugger.timetravel import DEFAULT_INTERVAL  # noqa: E402
 
 XRSA = ROOT / "firmware" / "build" / "xrsa.elf"
 

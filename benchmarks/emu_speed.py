@@ -27,10 +27,9 @@ from unicorn import UC_ARCH_ARM, UC_HOOK_INTR, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
 from unicorn import arm_const as A
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator import Machine, load_config  # noqa: E402
-from emulator.loader import load_image  # noqa: E402
+from pkasim import Machine, load_config  # noqa: E402
+from pkasim.chip.loader import load_image  # noqa: E402
 
 
 def plain_unicorn(image, config, iterations: int) -> float:

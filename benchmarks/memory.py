@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import io, resource, sys
 sys.path.insert(0, {root!r})
-from emulator.config import DEFAULT_CONFIG, parse_config
-from emulator.machine import Machine
+from pkasim.chip.config import DEFAULT_CONFIG, parse_config
+from pkasim.core.machine import Machine
 text = DEFAULT_CONFIG.read_text()
 text = text.replace("size: 320 KiB", "size: {flash} KiB").replace("size: 16 KiB  ", "size: {sram} KiB  ")
 m = Machine(parse_config(text), stdout=io.BytesIO(), stderr=io.BytesIO())

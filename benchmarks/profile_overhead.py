@@ -26,9 +26,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator.cli import main as pkasim  # noqa: E402
+from pkasim.cli.main import main as pkasim  # noqa: E402
 
 
 def timed(argv: list[str]) -> float:

@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator import Machine, load_config  # noqa: E402
-from emulator.bench import BUILD_DIR, JOBS, run_job  # noqa: E402
+from pkasim import Machine, load_config  # noqa: E402
+from pkasim.rsa.bench import BUILD_DIR, JOBS, run_job  # noqa: E402
 
 DEMOS = ("hello.elf", "systick.elf", "nested.elf", "xrsa.elf", "xrsa_opt.elf")
 

@@ -26,20 +26,18 @@ import multiprocessing
 import multiprocessing.forkserver
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator.sweep.cache import ResultCache  # noqa: E402
-from emulator.sweep.engines import DaskEngine, LocalEngine  # noqa: E402
-from emulator.sweep.grid import expand  # noqa: E402
-from emulator.sweep.keys import cached_key  # noqa: E402
-from emulator.sweep.runner import run_sweep  # noqa: E402
-from emulator.sweep.spec import ChipAxis, read_sweep  # noqa: E402
+from pkasim.sweep.cache import ResultCache  # noqa: E402
+from pkasim.sweep.engines import DaskEngine, LocalEngine  # noqa: E402
+from pkasim.sweep.grid import expand  # noqa: E402
+from pkasim.sweep.keys import cached_key  # noqa: E402
+from pkasim.sweep.runner import run_sweep  # noqa: E402
+from pkasim.sweep.spec import ChipAxis, read_sweep  # noqa: E402
 
 
 def grid(messages: int):
@@ -79,7 +77,7 @@ def timed(sweep, engine, folder: Path, name: str) -> tuple[float, float]:
 
 
 def _warm() -> None:
-    import emulator.sweep.point  # noqa: F401
+    import pkasim.sweep.point  # noqa: F401
 
 
 def main() -> None:
@@ -95,7 +93,7 @@ def main() -> None:
     cached_key(None, 4096, 0)
     print(f"making the RSA-4096 key (once): {time.perf_counter() - t0:.1f} s")
     context = multiprocessing.get_context("forkserver")  # as LocalEngine does: the model imported once,
-    context.set_forkserver_preload(["emulator.sweep.point"])  # by the fork server, started here (untimed)
+    context.set_forkserver_preload(["pkasim.sweep.point"])  # by the fork server, started here (untimed)
     multiprocessing.forkserver.ensure_running()
     ones, twos, ratios, cpus = [], [], [], {1: [], 2: []}
     with tempfile.TemporaryDirectory() as tmp:

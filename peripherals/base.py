@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from emulator.config import PeripheralConfig
+    from pkasim.chip.config import PeripheralConfig
 
 guest_log = logging.getLogger("pkasim.guest")  # the firmware did something wrong
 unimp_log = logging.getLogger("pkasim.unimp")  # the model does not implement this
@@ -27,12 +27,14 @@ class IrqLine:
 class NativeWindow(NamedTuple):
     """A device's native fast path: C read/write callbacks for its register window
     (Unicorn's uc_cb_mmio_read_t/write_t), the state record they are given, and the
-    slot of the core's native state that lists it among the devices with events."""
+    names of the C functions that give its next timed event and fire it (pkstate.h's
+    pk_device), which the machine lists among the devices with native events."""
 
     read: Any
     write: Any
     state: int  # address of the device's state record
-    slot: str
+    next_fn: str
+    due_fn: str
 
 
 class Peripheral:
@@ -45,7 +47,7 @@ class Peripheral:
 
     name: str = "peripheral"
     size: int = 0
-    # Set by the machine while a run is observed (emulator/observe.py, docs/api.md):
+    # Set by the machine while a run is observed (emulator/core/observe.py, docs/api.md):
     # called as observer(kind, a, b, cycle); the device reports through _observe().
     observer: Callable[[int, int, int, int | None], None] | None = None
 
@@ -87,7 +89,7 @@ class Peripheral:
         return False
 
     def _observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
-        """Report an event (an ``emulator.observe.Kind``) at ``cycle`` (default: now);
+        """Report an event (an ``pkasim.core.observe.Kind``) at ``cycle`` (default: now);
         free when nothing observes."""
         if self.observer is not None:
             self.observer(kind, a, b, cycle)

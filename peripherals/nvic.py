@@ -13,7 +13,7 @@ Exception numbers follow the architecture: 2 NMI, 3 HardFault, 11 SVCall, 14 Pen
 alone decides by priority (lower value wins, then lower number).
 
 The state lives in one flat ``NvicState`` record (bit masks and a priority per
-exception number) so that the core's native fast path (emulator/excmodel.c) can read
+exception number) so that the core's native fast path (emulator/native/excmodel.c) can read
 and pend exceptions without a Python call; that C code mirrors the decisions below
 line for line, and tests/test_native_core.py checks that the two agree.
 """
@@ -24,9 +24,8 @@ import ctypes
 from collections.abc import Callable
 from enum import IntEnum
 
-from emulator.observe import Kind
-
-from .base import Peripheral, guest_log
+from pkasim.base.kinds import Kind
+from pkasim.peripherals.base import Peripheral, guest_log
 
 NMI, HARDFAULT, SVCALL, PENDSV, SYSTICK = 2, 3, 11, 14, 15
 FIRST_IRQ = 16

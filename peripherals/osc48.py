@@ -34,7 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from emulator.errors import ConfigError
+from pkasim.base.errors import ConfigError
 
 NS = 1_000_000_000
 

@@ -27,7 +27,7 @@ Interface
                time resolution, docs/cycle-model.md).
 
 Layers: this file is the register front end and the PKA RAM; the arithmetic is the
-pure-integer service ``peripherals.pka_math`` behind its command table.
+pure-integer service ``pkasim.peripherals.pka_math`` behind its command table.
 
 Counters (operations by kind and by length, busy cycles, error flags, a bounded log of
 operations) describe the run since the last reset: ``reset()`` clears them, as it
@@ -50,14 +50,13 @@ from enum import IntEnum
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from emulator.clock import Clock, Event
-from emulator.config import PeripheralConfig
-from emulator.errors import ConfigError, UsageError
-from emulator.limits import PKA_OPERATION_CYCLES_MAX
-from emulator.observe import Kind
-
-from .base import NativeWindow, Peripheral, guest_log
-from .pka_math import COMMANDS, Command, OperandError, require_reduced
+from pkasim.base.clock import Clock, Event
+from pkasim.base.errors import ConfigError, UsageError
+from pkasim.base.kinds import Kind
+from pkasim.base.limits import PKA_OPERATION_CYCLES_MAX
+from pkasim.chip.config import PeripheralConfig
+from pkasim.peripherals.base import NativeWindow, Peripheral, guest_log
+from pkasim.peripherals.pka_math import COMMANDS, Command, OperandError, require_reduced
 
 
 class Reg(IntEnum):
@@ -489,7 +488,7 @@ class Pka(Peripheral):
         st.irq_exc = irq_exc
         st.py_access = slow_path
         st.fast_on = 1
-        return NativeWindow(lib.pk_pka_read, lib.pk_pka_write, ctypes.addressof(st), "pka")
+        return NativeWindow(lib.pk_pka_read, lib.pk_pka_write, ctypes.addressof(st), "pk_pka_next", "pk_pka_finish")
 
     def _update_irq(self) -> None:
         """The one place the IRQ output is decided: pulse when a flag & enable pair rises."""

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
 
-from .base import Peripheral, guest_log
+from pkasim.peripherals.base import Peripheral, guest_log
 
 NMI, SVCALL, PENDSV, SYSTICK = 2, 11, 14, 15
 

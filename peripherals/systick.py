@@ -21,11 +21,10 @@ import ctypes
 from collections.abc import Callable
 from enum import IntEnum
 
-from emulator.clock import Clock, Event
-from emulator.errors import UsageError
-from emulator.observe import Kind
-
-from .base import Peripheral, guest_log
+from pkasim.base.clock import Clock, Event
+from pkasim.base.errors import UsageError
+from pkasim.base.kinds import Kind
+from pkasim.peripherals.base import Peripheral, guest_log
 
 
 class Reg(IntEnum):
@@ -89,6 +88,11 @@ class SysTick(Peripheral):
         self._event: Event | None = None
         self._lib: ctypes.CDLL | None = None  # the fast path, once a machine attaches it
         self.reset()
+
+    # The C functions (systick_fast.c) that give this device's next step and fire it:
+    # the machine lists them in the core's table of native devices (pkstate.h pk_device).
+    NATIVE_NEXT = "pk_systick_next"
+    NATIVE_DUE = "pk_systick_fire"
 
     def attach_events(self, lib: ctypes.CDLL, core: int, irq_exc: int) -> int:
         """Let the fast path (systick_fast.c, in ``lib``) fire this SysTick's steps in

@@ -23,7 +23,7 @@ Interface
                ``setup``, ``out`` (at the end of the data packet), ``in_`` (at the
                token: ACK with the data, NAK or STALL) then ``in_ack`` (at the host's
                ACK, which frees the pipe and raises its interrupt).
-  Clock        the oscillator trimmed against SOF (``peripherals.osc48``): the host
+  Clock        the oscillator trimmed against SOF (``pkasim.peripherals.osc48``): the host
                model maps its own time to core cycles through it.
   Not modelled isochronous endpoints, suspend/resume, remote wake-up, double buffering,
                CRC or bit errors on the wire (the host model computes the bits, they
@@ -39,12 +39,11 @@ from collections import Counter
 from collections.abc import Callable
 from enum import IntEnum
 
-from emulator.clock import Clock
-from emulator.config import PeripheralConfig
-from emulator.errors import ConfigError
-
-from .base import Peripheral, guest_log
-from .osc48 import TrimmedOscillator
+from pkasim.base.clock import Clock
+from pkasim.base.errors import ConfigError
+from pkasim.chip.config import PeripheralConfig
+from pkasim.peripherals.base import Peripheral, guest_log
+from pkasim.peripherals.osc48 import TrimmedOscillator
 
 
 class Reg(IntEnum):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import ChipConfig, load_config
-from emulator.machine import Machine
+from pkasim.chip.config import ChipConfig, load_config
+from pkasim.core.machine import Machine
 
 REPO = Path(__file__).resolve().parent.parent
 

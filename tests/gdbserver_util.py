@@ -10,14 +10,14 @@ import threading
 import time
 from pathlib import Path
 
-from emulator.debugger.gdbserver.packets import Packet, Reader, frame
+from pkasim.debugger.gdbserver.packets import Packet, Reader, frame
 
 
 class Server:
     """``pkasim gdbserver ELF --port 0`` in a child process; ``port`` once it listens."""
 
     def __init__(self, elf: Path, *extra: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "emulator.cli", "gdbserver", str(elf), "--port", "0",
+        self.proc = subprocess.Popen([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf), "--port", "0",
                                       *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         line = self.proc.stderr.readline()
@@ -83,7 +83,7 @@ class InProcess:
     of the protocol rather than of the command line."""
 
     def __init__(self, machine) -> None:
-        from emulator.debugger.gdbserver.server import Target, listen, serve
+        from pkasim.debugger.gdbserver.server import Target, listen, serve
 
         self.target = Target(machine, interval_cycles=1_000_000)
         self.srv = listen("127.0.0.1", 0)

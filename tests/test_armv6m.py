@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.machine import StopReason
+from pkasim.core.machine import StopReason
 
 SRAM_CODE = 0x20002000
 

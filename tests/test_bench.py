@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from emulator.cli import main
+from pkasim.cli.main import main
 
 FIELDS = {"job", "label", "image", "nbits", "engine", "verified", "cycles", "instructions", "modeled_ms",
           "ops_per_second", "firmware_ms", "pka_operations", "pka_busy_cycles", "pka_busy_share",

@@ -12,13 +12,13 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
-from emulator.config import load_config
-from emulator.machine import Machine
-from emulator.usb import wire
-from emulator.usb.descriptors import lsusb
-from emulator.usb.openpgp import PW1, OpenPgpHost
-from emulator.usb.session import CardSession
-from emulator.usb.session import short_or_extended as apdu
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine
+from pkasim.usb import wire
+from pkasim.usb.descriptors import lsusb
+from pkasim.usb.openpgp import PW1, OpenPgpHost
+from pkasim.usb.session import CardSession
+from pkasim.usb.session import short_or_extended as apdu
 
 ROOT = Path(__file__).resolve().parent.parent
 CARD = ROOT / "firmware" / "build" / "card.elf"

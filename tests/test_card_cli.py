@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
-from emulator.cli import main
+from pkasim.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CARD = ROOT / "firmware" / "build" / "card.elf"

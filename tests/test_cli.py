@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.cli import main
+from pkasim.cli.main import main
 
 SYSTICK_COUNT = 10
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_cli import assert_clean_error, run
 
-from emulator import limits
-from emulator.errors import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_IO, EXIT_NO_INPUT, EXIT_OS, EXIT_USAGE
+from pkasim.base import limits
+from pkasim.base.errors import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_IO, EXIT_NO_INPUT, EXIT_OS, EXIT_USAGE
 
 SCRIPT = Path(sys.executable).parent / "pkasim"
 
@@ -201,7 +201,7 @@ def test_a_regress_suite_of_dev_zero_is_refused_without_reading_it_all(capsys) -
 
 
 def test_running_out_of_host_memory_is_one_line_exit_71(elf, monkeypatch, capsys) -> None:
-    from emulator.machine import Machine
+    from pkasim.core.machine import Machine
 
     def exhausted(self, image):
         raise MemoryError

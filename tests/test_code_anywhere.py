@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from emulator.cli import main
+from pkasim.cli.main import main
 
 NOPS = bytes.fromhex("00bf00bf00bf")  # three NOPs over f_mul's three MULS
 MULS = 0x4340  # muls r0, r0, r0

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import DEFAULT_CONFIG, load_config, parse_config, parse_frequency, parse_size
-from emulator.errors import EXIT_CONFIG, ConfigError, InputMissingError
+from pkasim.base.errors import EXIT_CONFIG, ConfigError, InputMissingError
+from pkasim.chip.config import DEFAULT_CONFIG, load_config, parse_config, parse_frequency, parse_size
 
 KiB = 1024
 

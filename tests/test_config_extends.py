@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import DEFAULT_CONFIG, load_config
-from emulator.errors import ConfigError
+from pkasim.base.errors import ConfigError
+from pkasim.chip.config import DEFAULT_CONFIG, load_config
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

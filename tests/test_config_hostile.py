@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from test_config import MINIMAL, config_error, edit
 
-from emulator import limits, native
-from emulator.config import DEFAULT_CONFIG, load_config, parse_config
-from emulator.errors import EXIT_CONFIG, ConfigError
+from pkasim import native
+from pkasim.base import limits
+from pkasim.base.errors import EXIT_CONFIG, ConfigError
+from pkasim.chip.config import DEFAULT_CONFIG, load_config, parse_config
 
 BASE = f"extends: {DEFAULT_CONFIG}\n"
 

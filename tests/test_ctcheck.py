@@ -1,4 +1,4 @@
-"""pkasim ct-check (emulator/commands/ctcheck.py, emulator/cthash.c; docs/ct-check.md).
+"""pkasim ct-check (emulator/cli/ctcheck.py, emulator/native/cthash.c; docs/ct-check.md).
 
 It passes the PKA RSA images with random keys and messages (their control flow, memory
 access addresses, PKA operations and cycles are the same for every key and message;
@@ -21,9 +21,9 @@ import re
 
 import pytest
 
-from emulator.cli import main
-from emulator.cthash import CtHash
-from emulator.machine import Machine
+from pkasim.analysis.cthash import CtHash
+from pkasim.cli.main import main
+from pkasim.core.machine import Machine
 
 PKA_IMAGES = ("xrsa", "xrsa_opt", "xrsa_win", "xrsa_win_sram", "xrsa_pair")
 

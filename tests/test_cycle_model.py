@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from emulator.config import ChipConfig
-from emulator.machine import Machine
+from pkasim.chip.config import ChipConfig
+from pkasim.core.machine import Machine
 
 EXPECTED = Path(__file__).resolve().parent.parent / "firmware" / "images" / "bench_expected.txt"
 

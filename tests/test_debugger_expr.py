@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from emulator.debugger.expr import Evaluator
-from emulator.errors import UsageError
+from pkasim.base.errors import UsageError
+from pkasim.debugger.expr import Evaluator
 
 REGS = {"r0": 7, "sp": 0x20003FE0, "pc": 0x100}
 SYMS = {"word": (0x20000000, 4), "table": (0x20000100, 64), "fn": (0x1F0, 0)}

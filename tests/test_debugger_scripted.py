@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.debugger.engine import Debugger
+from pkasim.debugger.engine import Debugger
 
 PKASIM = Path(sys.executable).with_name("pkasim")
 SCRIPT = """\
@@ -57,7 +57,7 @@ def cycles_in(lines: list[str]) -> int:
 def session(elf, tmp_path_factory, config):
     import io
 
-    from emulator.machine import Machine
+    from pkasim.core.machine import Machine
 
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(elf("xrsa"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from unicorn import UC_HOOK_MEM_WRITE
 
-from emulator.debugger.timetravel import HISTORY_START, TimeTravel
+from pkasim.debugger.timetravel import HISTORY_START, TimeTravel
 
 SRAM = 0x20000000
 

@@ -1,5 +1,5 @@
-"""The native Thumb decoder (emulator/thumb.c) and the capstone statement of the cycle
-model (emulator/cycles.py) give the same answer for every instruction: ARMv6-M or
+"""The native Thumb decoder (emulator/native/thumb.c) and the capstone statement of the cycle
+model (emulator/core/cycles.py) give the same answer for every instruction: ARMv6-M or
 UNDEFINED, size, cycles, flow flags and address arithmetic.
 
 Compared over every 16-bit encoding, over all 32-bit encodings of the ARMv6-M ones'
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from emulator import native
-from emulator.cycles import CostRules, Decoded, model
-from emulator.loader import load_image
+from pkasim import native
+from pkasim.chip.loader import load_image
+from pkasim.core.cycles import CostRules, Decoded, model
 
 LIB = native.load()
 REPO = Path(__file__).resolve().parent.parent

@@ -3,7 +3,7 @@ tail-chaining, SVC, PRIMASK, SysTick interrupts and WFI sleeping until the next 
 
 from __future__ import annotations
 
-from emulator.machine import StopReason
+from pkasim.core.machine import StopReason
 
 SRAM_CODE = 0x20002000
 

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator import native
-from emulator.config import load_config
-from emulator.machine import StopReason
-from emulator.observe import Kind, Observer
-from emulator.rsakey import demo_key
-from peripherals.nvic import FIRST_IRQ, HARDFAULT, NMI, PENDSV, SVCALL, SYSTICK, Nvic
+from pkasim import native
+from pkasim.chip.config import load_config
+from pkasim.core.machine import StopReason
+from pkasim.core.observe import Kind, Observer
+from pkasim.peripherals.nvic import FIRST_IRQ, HARDFAULT, NMI, PENDSV, SVCALL, SYSTICK, Nvic
+from pkasim.rsa.rsakey import demo_key
 
 IMAGES = ["hello", "systick", "nested", "fault", "timing", "spin"]
 BUDGET = 48_000_000 * 60

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from emulator.debugger.gdbserver.packets import (
+from pkasim.debugger.gdbserver.packets import (
     MAX_PACKET,
     Ack,
     Bad,

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from gdbserver_util import Server
 
-from emulator.results import StopReason
+from pkasim.core.results import StopReason
 
 GDB = shutil.which("gdb-multiarch")
 pytestmark = pytest.mark.skipif(GDB is None, reason="gdb-multiarch is not installed (.ci/run installs it)")
@@ -44,7 +44,7 @@ def reference(elf, config):
     rsa_output[0] (PC after it and the cycle count there)."""
     import io
 
-    from emulator.machine import Machine
+    from pkasim.core.machine import Machine
 
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(elf("xrsa"))
@@ -130,3 +130,48 @@ def test_reverse_continue_goes_back_to_the_watched_write(session, reference):
     assert re.search(rf"Old value = {reference['new']} .*\nNew value = {reference['old']} ", out), out
     assert pcs[4] == reference["write_pc"]
     assert cycles(out)[3] == cycles(out)[2]
+
+
+def positions(out: str) -> list[tuple[int, int]]:
+    """(cycles, instructions) of each 'monitor cycles' answer."""
+    return [(int(c.replace(",", "")), int(n.replace(",", "")))
+            for c, n in re.findall(r"^cycles ([\d,]+) \(.*\), instructions ([\d,]+),", out, re.M)]
+
+
+@pytest.fixture(scope="module")
+def loop(elf, config):
+    """rsa_soft.elf stopped by a run at bn_muladdc_thumb's loop branch, whose target
+    block the run has translated: the instruction before it and the two after, as a
+    fresh run executes them (address, cycle it starts, instruction number)."""
+    import io
+
+    from stepping_util import loop_branch, passes, starts_after
+
+    from pkasim.core.machine import Machine
+
+    m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
+    m.load(elf("rsa_soft"))
+    addr = loop_branch(m)
+    m.add_breakpoint(addr)
+    before = passes(m, addr - 2, 10**8)  # the loop's `beq`, which falls through to the branch
+    assert m.pc == addr
+    m.remove_breakpoint(addr)
+    n, cycle, _ = before[-1]
+    return addr, [(addr - 2, cycle, n)] + [(a, c, k) for k, c, a in starts_after(m, 40)[:3]]
+
+
+def test_gdb_stepi_after_continue_executes_one_instruction_and_reverse_stepi_undoes_it(elf, loop):
+    addr, ((pc_before, *before), at, after, then) = loop
+    server = Server(elf("rsa_soft"))
+    try:
+        out = gdb_batch(elf("rsa_soft"), server.port, [
+            f"break *0x{addr:x}", "continue", "monitor cycles", "delete",
+            "stepi", "p/x $pc", "monitor cycles", "stepi", "p/x $pc", "monitor cycles",
+            "reverse-stepi", "reverse-stepi", "p/x $pc", "monitor cycles",
+            "reverse-stepi", "p/x $pc", "monitor cycles", "detach"])
+        server.wait()
+    finally:
+        server.close()
+    pcs = [int(v, 16) for v in values(out, "$pc")]
+    assert pcs == [after[0], then[0], addr, pc_before], out
+    assert positions(out) == [tuple(x[1:]) for x in (at, after, then, at)] + [tuple(before)], out

@@ -11,8 +11,8 @@ import sys
 import pytest
 from gdbserver_util import Client, InProcess, Server
 
-from emulator.debugger.gdbserver.packets import MAX_PACKET, Ack, checksum, frame
-from emulator.debugger.gdbserver.target import REGISTERS, target_xml
+from pkasim.debugger.gdbserver.packets import MAX_PACKET, Ack, checksum, frame
+from pkasim.debugger.gdbserver.target import REGISTERS, target_xml
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_a_port_in_use_is_one_line_and_exit_71(elf):
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        proc = subprocess.run([sys.executable, "-m", "emulator.cli", "gdbserver", str(elf("hello")), "--port",
+        proc = subprocess.run([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf("hello")), "--port",
                                str(port)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 71
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
@@ -145,3 +145,70 @@ def test_a_range_step_stops_at_the_first_instruction_outside_the_range(session, 
         ref.step()
     assert (m.pc, m.cycles, m.instructions) == (ref.pc, ref.cycles, ref.instructions)
     assert not start <= m.pc < end
+
+
+def test_steps_and_reverse_steps_after_ctrl_c_move_one_instruction_each(make_machine, elf):
+    """Ctrl-C ends a continue between its slices (in code the run has translated):
+    each 's' from there executes one instruction and each 'bs' goes back one, through
+    the stop and before it, on the instructions a fresh run executes."""
+    from stepping_util import starts_after
+
+    m = make_machine()
+    m.load(elf("rsa_soft"))
+    server = InProcess(m)
+    c = Client(server.port)
+
+    def here() -> tuple[int, int, int, str]:
+        return (m.instructions, m.cycles, m.pc, c.ask("g"))
+
+    try:
+        c.raw(frame("c") + b"\x03")
+        assert c.reply() == "T02thread:1;"
+        path = [here()]
+        for _ in range(20):
+            assert c.ask("s") == "T05thread:1;"
+            path.append(here())
+        back = []
+        for _ in range(40):
+            assert c.ask("bs") == "T05thread:1;"
+            back.append(here())
+        assert c.ask("D") == "OK"
+    finally:
+        c.close()
+        server.close()
+    n = path[0][0]
+    assert [p[0] for p in path + back] == list(range(n, n + 21)) + list(range(n + 19, n - 21, -1))
+    assert back[:20] == path[-2::-1]
+    ref = make_machine()
+    ref.load(elf("rsa_soft"))
+    ref.run(max_cycles=path[0][1] - 1000)
+    starts = {k: (k, cycle, a) for k, cycle, a in starts_after(ref, 1100)}
+    assert [p[:3] for p in path + back] == [starts[p[0]] for p in path + back]
+
+
+def test_a_reverse_step_after_ctrl_c_in_a_fast_forwarded_loop_goes_back_one_instruction(make_machine, elf,
+                                                                                         monkeypatch):
+    """spin.elf's `while (1);` runs fast-forwarded (idle.c) from SysTick to SysTick;
+    a Ctrl-C ends the continue inside it. 'bs' re-executes the slice with an
+    instruction hook, which the fast-forward must not skip."""
+    from pkasim.debugger.gdbserver import server as gdbserver
+
+    monkeypatch.setattr(gdbserver, "SLICE_CYCLES", 10_000)  # Ctrl-C is seen before the firmware exits
+    m = make_machine()
+    m.load(elf("spin"))
+    server = InProcess(m)
+    c = Client(server.port)
+    try:
+        c.raw(frame("c") + b"\x03")
+        assert c.reply() == "T02thread:1;"
+        stop = (m.instructions, m.cycles, c.ask("g"))
+        assert c.ask("bs") == "T05thread:1;"
+        back = m.instructions
+        assert c.ask("s") == "T05thread:1;"
+        again = (m.instructions, m.cycles, c.ask("g"))
+        assert c.ask("D") == "OK"
+    finally:
+        c.close()
+        server.close()
+    assert back == stop[0] - 1
+    assert again == stop

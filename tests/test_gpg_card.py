@@ -52,7 +52,7 @@ def reader(tmp_path_factory):
     if not (running and PCSCD_SOCKET.exists()):  # none, or a stale socket: start ours
         pcscd = subprocess.Popen(["pcscd", "--foreground"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     log = tmp / "apdus.jsonl"
-    card = subprocess.Popen([sys.executable, "-m", "emulator.cli", "card", str(CARD), "--state", str(tmp / "state"),
+    card = subprocess.Popen([sys.executable, "-m", "pkasim.cli.main", "card", str(CARD), "--state", str(tmp / "state"),
                              "--log", str(log), "--wait", "20"], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=open(tmp / "card.err", "w"))  # noqa: SIM115
     home = Path(f"/tmp/pkasim-gpg-{os.getpid()}")  # short: gpg-agent's socket path has a length limit

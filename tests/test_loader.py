@@ -11,9 +11,9 @@ from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulator.config import parse_config
-from emulator.errors import EXIT_BAD_INPUT, EXIT_NO_INPUT, InputMissingError, LoadError
-from emulator.loader import load_image
+from pkasim.base.errors import EXIT_BAD_INPUT, EXIT_NO_INPUT, InputMissingError, LoadError
+from pkasim.chip.config import parse_config
+from pkasim.chip.loader import load_image
 
 # Elf32_Ehdr field offsets
 EI_CLASS, EI_DATA, E_TYPE, E_MACHINE = 4, 5, 16, 18

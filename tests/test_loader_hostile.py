@@ -11,9 +11,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from test_loader import P_FILESZ, assert_load_error, first_load_phdr, patched, write
 
-from emulator import limits
-from emulator.errors import LoadError
-from emulator.loader import load_image
+from pkasim.base import limits
+from pkasim.base.errors import LoadError
+from pkasim.chip.loader import load_image
 
 P_MEMSZ = 20
 SH_SIZE = 20

@@ -20,8 +20,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from xrsa_model import LAYOUT_H, Key, expected_montmuls, read_layout
 
-from emulator.config import load_config
-from emulator.machine import Machine, StopReason
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine, StopReason
 
 NKEYS = 3
 MAX_CYCLES = 10**9

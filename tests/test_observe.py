@@ -1,13 +1,13 @@
-"""The observation API (emulator.observe) and the profiler built on it: what a run did,
+"""The observation API (pkasim.core.observe) and the profiler built on it: what a run did,
 in order, without changing what it does."""
 
 from __future__ import annotations
 
 import pytest
 
-from emulator.machine import StopReason
-from emulator.observe import Kind, Observer
-from emulator.profiler import Profiler, StreamProfiler
+from pkasim.analysis.profiler import Profiler, StreamProfiler
+from pkasim.core.machine import StopReason
+from pkasim.core.observe import Kind, Observer
 
 SRAM_CODE = 0x20002000
 RSA2048 = {"rsa_input_key": "rsa2048-key.bin", "rsa_input_msg": "rsa2048-msg.bin", "rsa_expected": "rsa2048-sig.bin"}
@@ -172,7 +172,7 @@ def test_unobserve_closes_the_observer_and_removes_the_native_hook(make_machine,
 
 
 def test_observing_needs_a_loaded_image(make_machine):
-    from emulator.errors import UsageError
+    from pkasim.base.errors import UsageError
 
     with pytest.raises(UsageError, match="load an image"):
         make_machine().observe(Profiler())
@@ -207,12 +207,12 @@ def test_every_call_shape_is_recognised(make_machine, elf):
 
 @pytest.mark.parametrize("image", ["systick", "nested", "calls"])
 def test_a_full_event_buffer_is_drained_mid_run_without_changing_the_run(make_machine, elf, monkeypatch, image):
-    import emulator.observe
+    import pkasim.core.observe
 
     plain = make_machine()
     plain.load(elf(image))
     expected = plain.run()
-    monkeypatch.setattr(emulator.observe, "SOFT_LIMIT", 4)  # a stop to hand events over every 4 events
+    monkeypatch.setattr(pkasim.core.observe, "SOFT_LIMIT", 4)  # a stop to hand events over every 4 events
     m = make_machine()
     m.load(elf(image))
     rec = Recorder()

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import peripherals.pka as pka_module
-from emulator.clock import Clock
-from emulator.config import PeripheralConfig, load_config
-from emulator.errors import ConfigError
-from emulator.machine import StopReason
-from peripherals.pka import (
+import pkasim.peripherals.pka as pka_module
+from pkasim.base.clock import Clock
+from pkasim.base.errors import ConfigError
+from pkasim.chip.config import PeripheralConfig, load_config
+from pkasim.core.machine import StopReason
+from pkasim.peripherals.pka import (
     CR_ADDRERRIE,
     CR_EN,
     CR_OPERRIE,
@@ -718,7 +718,7 @@ def test_strict_chip_refuses_a_montmul_operand_above_n_in_a_machine(make_machine
 
 
 def test_bad_parameter_in_a_chip_file_names_its_file_and_line(tmp_path, make_machine):
-    from emulator.config import DEFAULT_CONFIG, load_config
+    from pkasim.chip.config import DEFAULT_CONFIG, load_config
 
     path = tmp_path / "chip.yaml"
     path.write_text(f"extends: {DEFAULT_CONFIG}\nperipherals:\n  pka:\n    max_words: 500\n")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peripherals.pka import CAPS_PAIR, OP_MONTMUL2, SR_ADDRERRF, SR_BUSY, SR_OPERRF, Reg
+from pkasim.peripherals.pka import CAPS_PAIR, OP_MONTMUL2, SR_ADDRERRF, SR_BUSY, SR_OPERRF, Reg
 from tests.test_pka import A_PTR, B_PTR, N_PTR, R_PTR, TIMING, Rig, formula
 
 A2_PTR, R2_PTR = 0x400, 0x500

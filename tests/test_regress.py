@@ -11,8 +11,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from emulator.cli import main
-from emulator.commands.regress import Case, Tolerance, compare
+from pkasim.cli.main import main
+from pkasim.cli.regress import Case, Tolerance, compare
 
 SLOW = "-DSLOW_PKA_LOAD_BE=400"  # firmware/src/pka.c: an extra loop in pka_load_be
 

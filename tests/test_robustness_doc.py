@@ -1,10 +1,10 @@
-"""docs/robustness.md states every limit of emulator/limits.py, with its value."""
+"""docs/robustness.md states every limit of emulator/base/limits.py, with its value."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from emulator import limits
+from pkasim.base import limits
 
 
 def test_every_limit_is_in_the_robustness_doc(repo: Path) -> None:

@@ -34,9 +34,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from emulator.machine import Machine, StopReason
-from emulator.rsakey import RsaKey as Key
-from emulator.rsakey import probably_prime
+from pkasim.core.machine import Machine, StopReason
+from pkasim.rsa.rsakey import RsaKey as Key
+from pkasim.rsa.rsakey import random_prime
 
 FULL = os.environ.get("PKASIM_FULL") == "1"
 KEYS_2048 = 20
@@ -49,7 +49,7 @@ MONTMUL, EXP_MOD, MOD_WIDE, RR, MUL, MUL_HLP, MUL_HLP_C, MONT_INIT, MUL_HLP_LL =
 SIZES_SMALL = (128, 192, 256, 320, 384, 512)
 
 
-# --------------------------------------------------------------------------- keys (emulator.rsakey.RsaKey)
+# --------------------------------------------------------------------------- keys (pkasim.rsa.rsakey.RsaKey)
 
 @functools.cache
 def keys(nbits: int, count: int) -> tuple[Key, ...]:
@@ -75,17 +75,10 @@ def small_key(nbits: int, rng: random.Random) -> Key:
     """A key of nbits (below cryptography's 1024-bit minimum) whose primes have exactly
     nbits/2 bits with the top two set, as OpenSSL makes them; p < q or p > q at random."""
     half = nbits // 2
-
-    def prime() -> int:
-        while True:
-            c = rng.getrandbits(half) | (3 << (half - 2)) | 1
-            if (c - 1) % 65537 and probably_prime(c, rng):
-                return c
-
-    p = prime()
-    q = prime()
+    p = random_prime(half, rng)
+    q = random_prime(half, rng)
     while q == p:
-        q = prime()
+        q = random_prime(half, rng)
     return Key(nbits, 65537, p, q)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from emulator.cli import main
-from emulator.errors import EXIT_NO_INPUT, EXIT_USAGE
+from pkasim.base.errors import EXIT_NO_INPUT, EXIT_USAGE
+from pkasim.cli.main import main
 
 
 def run(argv: list) -> int:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from emulator.hostfiles import HostDir
-from emulator.machine import Machine, StopReason
-from emulator.report import exit_code_for
+from pkasim.cli.report import exit_code_for
+from pkasim.core.machine import Machine, StopReason
+from pkasim.host.hostfiles import HostDir
 
 RUNTIMES = ("newlib", "nano", "picolibc")
 ARCH = ["-mcpu=cortex-m0", "-mthumb"]
@@ -188,7 +188,7 @@ def test_no_call_is_unimplemented(board, tmp_path, caplog):
 
 def pkasim(*argv: str, stdin: bytes = b"", cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "emulator.cli", *argv], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pkasim.cli.main", *argv], input=stdin, capture_output=True,
                           cwd=cwd, env=env, timeout=600)
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator import seeds
-from emulator.bench import Job, run_job
-from emulator.config import load_config
-from peripherals.pka import CAPS_PAIR, Reg
+from pkasim.chip.config import load_config
+from pkasim.peripherals.pka import CAPS_PAIR, Reg
+from pkasim.rsa import seeds
+from pkasim.rsa.bench import Job, run_job
 from tests.test_pka import build_from
 
 PRESETS = Path(__file__).resolve().parent.parent / "configs" / "presets"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator import semihosting as sh
-from emulator.guest_errno import NEWLIB, guest_errno
-from emulator.hostfiles import HostDir
-from emulator.machine import StopReason
+from pkasim.core.machine import StopReason
+from pkasim.host import semihosting as sh
+from pkasim.host.guest_errno import NEWLIB, guest_errno
+from pkasim.host.hostfiles import HostDir
 
 SRAM_CODE = 0x20002000
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator import native
-from emulator.cycles import CostRules, disassemble_one, model
-from emulator.loader import load_image
-from emulator.machine import StopReason
+from pkasim import native
+from pkasim.chip.loader import load_image
+from pkasim.core.cycles import CostRules, disassemble_one, model
+from pkasim.core.machine import StopReason
 
 REPO = Path(__file__).resolve().parent.parent
 IMAGES = sorted(p.stem for p in (REPO / "firmware" / "images").glob("*.c")) + ["xrsa_opt"]

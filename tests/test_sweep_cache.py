@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from emulator.errors import OutputError
-from emulator.sweep.cache import ResultCache
+from pkasim.base.errors import OutputError
+from pkasim.sweep.cache import ResultCache
 
 
 def test_a_result_comes_back_as_it_was_stored(tmp_path):

@@ -3,8 +3,8 @@ run, of the size asked for, and usable by the RSA firmware."""
 
 from __future__ import annotations
 
-from emulator.sweep.cache import ResultCache
-from emulator.sweep.keys import KEY_SCHEMA, cached_key, sweep_key, sweep_message
+from pkasim.sweep.cache import ResultCache
+from pkasim.sweep.keys import KEY_SCHEMA, cached_key, sweep_key, sweep_message
 
 
 def test_a_key_has_two_primes_of_half_the_size_and_n_of_the_full_size():

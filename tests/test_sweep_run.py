@@ -22,12 +22,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from emulator.sweep.cache import ResultCache
-from emulator.sweep.engines import DaskEngine, LocalEngine
-from emulator.sweep.grid import expand
-from emulator.sweep.results import write_tables
-from emulator.sweep.runner import run_sweep
-from emulator.sweep.spec import ChipAxis, read_sweep
+from pkasim.sweep.cache import ResultCache
+from pkasim.sweep.engines import DaskEngine, LocalEngine
+from pkasim.sweep.grid import expand
+from pkasim.sweep.results import write_tables
+from pkasim.sweep.runner import run_sweep
+from pkasim.sweep.spec import ChipAxis, read_sweep
 
 SHIPPED = Path(__file__).resolve().parent.parent / "configs" / "sweeps" / "rsa4096-10ops.yaml"
 
@@ -74,7 +74,7 @@ def test_per_function_cycles_come_from_the_profiler(local_table):
 def test_the_default_chip_point_gives_the_bench_figure(local_table, config, build_dir):
     """maxlen 2048 with 32-bit digits is the default chip; the firmware is constant-time,
     so the sweep's random keys take the cycles of the bench's fixed key."""
-    from emulator.bench import JOBS, run_job
+    from pkasim.rsa.bench import JOBS, run_job
 
     bench = run_job(config, next(j for j in JOBS if j.key == "rsa2048-pka"), build_dir)
     run, _ = local_table
@@ -116,7 +116,7 @@ def test_an_extended_grid_computes_only_its_new_points(local_table):
 
 
 def test_the_command_writes_tables_summary_and_plots_from_the_cache(local_table, tmp_path, capsys):
-    from emulator.cli import main
+    from pkasim.cli.main import main
 
     path = tmp_path / "s.yaml"
     path.write_text(f"chip: {SHIPPED.parent.parent / 'ciu98320b.yaml'}\n"
@@ -157,7 +157,7 @@ class _Lines(logging.Handler):
 
 
 def test_the_command_runs_on_a_dask_scheduler(cluster, tmp_path, capsys):
-    from emulator.cli import main
+    from pkasim.cli.main import main
 
     path = tmp_path / "s.yaml"
     path.write_text(f"chip: {SHIPPED.parent.parent / 'ciu98320b.yaml'}\n"
@@ -239,7 +239,7 @@ def test_ctrl_c_ends_the_command_with_130_and_the_finished_rows(tmp_path, build_
     path = tmp_path / "s.yaml"
     path.write_text(f"chip: {SHIPPED.parent.parent / 'ciu98320b.yaml'}\n"
                     "axes: {firmware: [xrsa_opt.elf], key_bits: [2048], messages: 200, chip: {pka.digit_bits: [32, 64]}}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "emulator.cli", "sweep", str(path), "--jobs", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "pkasim.cli.main", "sweep", str(path), "--jobs", "2",
                              "--cache", str(cache), "--out", str(tmp_path / "out"), "--no-plots"],
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=_sigint_default)
@@ -261,8 +261,8 @@ def test_ctrl_c_ends_the_command_with_130_and_the_finished_rows(tmp_path, build_
 
 
 def test_a_worker_with_another_pkasim_refuses_the_point(local_table):
-    from emulator.sweep.engines import run_guarded
-    from emulator.sweep.runner import tasks_for
+    from pkasim.sweep.engines import run_guarded
+    from pkasim.sweep.runner import tasks_for
 
     sweep = reduced()
     _, task, _ = tasks_for(sweep, expand(sweep)[:1], ResultCache(local_table[1] / "c.sqlite"))[0]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator.cli import main
-from emulator.config import load_config
-from emulator.sweep.grid import expand
-from emulator.sweep.spec import read_sweep
+from pkasim.chip.config import load_config
+from pkasim.cli.main import main
+from pkasim.sweep.grid import expand
+from pkasim.sweep.spec import read_sweep
 
 SHIPPED = Path(__file__).resolve().parent.parent / "configs" / "sweeps" / "rsa4096-10ops.yaml"
 
@@ -91,7 +91,7 @@ def test_dask_without_a_scheduler_is_a_usage_error(capsys, tmp_path):
 
 
 def test_an_unreachable_scheduler_is_one_line_and_exit_69():
-    from emulator.sweep.engines import DaskEngine, SchedulerUnavailable
+    from pkasim.sweep.engines import DaskEngine, SchedulerUnavailable
 
     with pytest.raises(SchedulerUnavailable, match="tcp://127.0.0.1:9: no Dask scheduler answers") as err:
         DaskEngine("tcp://127.0.0.1:9", timeout=1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.clock import Clock
-from peripherals.systick import CALIB_NOREF, CSR_CLKSOURCE, CSR_COUNTFLAG, CSR_ENABLE, CSR_TICKINT, Reg, SysTick
+from pkasim.base.clock import Clock
+from pkasim.peripherals.systick import CALIB_NOREF, CSR_CLKSOURCE, CSR_COUNTFLAG, CSR_ENABLE, CSR_TICKINT, Reg, SysTick
 
 HZ = 48_000_000
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from emulator.config import load_config
-from emulator.ldgen import memory_block
-from emulator.machine import StopReason
+from pkasim.chip.config import load_config
+from pkasim.chip.ldgen import memory_block
+from pkasim.core.machine import StopReason
 
 
 def test_linker_memory_map_is_generated_from_the_config(repo, build_dir):

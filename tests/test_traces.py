@@ -8,7 +8,7 @@ import json
 import pytest
 from vcd.reader import TokenKind, tokenize
 
-from emulator.cli import main
+from pkasim.cli.main import main
 
 RSA2048 = ("rsa_input_key=rsa2048-key.bin", "rsa_input_msg=rsa2048-msg.bin", "rsa_expected=rsa2048-sig.bin")
 PROFILE_FIELDS = {"name", "calls", "instructions", "inclusive_cycles", "exclusive_cycles", "wait_cycles"}
@@ -128,8 +128,8 @@ def test_vcd_reads_back_with_a_vcd_reader(rsa2048_traces):
 
 
 def test_tarmac_traces_only_its_range_and_stops_at_the_limit(rsa2048_traces, elf):
-    from emulator.config import load_config
-    from emulator.loader import load_image
+    from pkasim.chip.config import load_config
+    from pkasim.chip.loader import load_image
 
     sym = load_image(elf("xrsa_opt"), load_config()).symbol("pka_run")
     lines = (rsa2048_traces[0] / "pka_run.tarmac").read_text().splitlines()
@@ -185,3 +185,24 @@ def test_run_writes_folded_stacks_summing_to_its_total(tmp_path, elf):
     assert sum(int(line.rsplit(" ", 1)[1]) for line in folded.read_text().splitlines()) == total
     assert any(line.startswith("Reset_Handler;main;[exception SysTick];SysTick_Handler ")
                for line in folded.read_text().splitlines())
+
+
+def test_tarmac_lists_every_iteration_of_an_idle_loop_it_covers(make_machine, elf, tmp_path):
+    """spin.elf's `while (1);` between SysTick ticks is fast-forwarded (idle.c) unless
+    a trace covers it: the trace is the same with the native fast paths on and off,
+    one line per iteration."""
+    from pkasim.analysis.trace.tarmac import TarmacWriter
+
+    traces = []
+    for fast in (True, False):
+        m = make_machine()
+        m.load(elf("spin"))
+        m.fast_paths = fast
+        fn = m.image.symbol("main")
+        trace = TarmacWriter(m, tmp_path / f"main{fast}.tarmac", fn.address & ~1, (fn.address & ~1) + fn.size,
+                             limit=10**6)
+        assert m.run(max_cycles=60_000).reason.value == "budget"  # past the first tick
+        trace.close()
+        traces.append(trace.lines)
+    assert traces[0] == traces[1]
+    assert sum(" IT " in line for line in traces[0]) > 19_000  # 60,000 cycles of a 3-cycle `b .`

@@ -21,7 +21,7 @@ from elftools.elf.elffile import ELFFile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator.machine import Machine, StopReason
+from pkasim.core.machine import Machine, StopReason
 
 QEMU_MACHINE = "microbit"  # QEMU's Cortex-M0 board: flash at 0, 16 KiB SRAM at 0x20000000
 QEMU_TIMEOUT = 120  # seconds; only a guard against a hung QEMU
@@ -309,7 +309,7 @@ KINDS = ["shift", "addsub", "imm8", "alu", "hi", "ldst_reg", "ldst_imm", "sp", "
 
 @pytest.fixture(scope="module")
 def anywhere(config, elf):
-    from emulator.loader import load_image
+    from pkasim.chip.loader import load_image
     return Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO()), load_image(elf("anywhere"), config)
 
 

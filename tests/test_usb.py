@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from emulator.clock import Clock
-from emulator.errors import ConfigError
-from emulator.usb import wire
-from emulator.usb.host import MAX_BULK_PER_FRAME, UsbHost
-from peripherals.osc48 import TrimmedOscillator
-from peripherals.usb import ACK, NAK, P_ARM, P_STALL, STALL, Usb
+from pkasim.base.clock import Clock
+from pkasim.base.errors import ConfigError
+from pkasim.peripherals.osc48 import TrimmedOscillator
+from pkasim.peripherals.usb import ACK, NAK, P_ARM, P_STALL, STALL, Usb
+from pkasim.usb import wire
+from pkasim.usb.host import MAX_BULK_PER_FRAME, UsbHost
 
 HZ = 48_000_000
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from emulator.cli import main
-from emulator.config import parse_config
-from emulator.errors import EXIT_LOCKUP
-from emulator.loader import Image
-from emulator.machine import StopReason
+from pkasim.base.errors import EXIT_LOCKUP
+from pkasim.chip.config import parse_config
+from pkasim.chip.loader import Image
+from pkasim.cli.main import main
+from pkasim.core.machine import StopReason
 
 FLASH = 0x08000000
 

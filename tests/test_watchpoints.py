@@ -1,4 +1,4 @@
-"""Machine watchpoints (emulator/watchpoints.py): a run stops exactly at the
+"""Machine watchpoints (emulator/core/watchpoints.py): a run stops exactly at the
 instruction that reads or writes a watched range, with the registers, memory and
 cycle count forward execution has there, before or after that instruction."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.errors import UsageError
-from emulator.results import StopReason
+from pkasim.base.errors import UsageError
+from pkasim.core.results import StopReason
 
 CODE = 0x20002000
 DATA = 0x20003000

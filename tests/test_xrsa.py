@@ -30,7 +30,7 @@ from xrsa_model import LAYOUT_H, Key, algorithm2, expected_montmuls, read_layout
 from xrsa_model import rsa_get_public_key as model_public_key
 from xrsa_model import rsa_private as model_private
 
-from emulator.machine import Machine, StopReason
+from pkasim.core.machine import Machine, StopReason
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "firmware" / "tools"))

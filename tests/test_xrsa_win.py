@@ -34,8 +34,8 @@ from xrsa_win_model import LAYOUT_H, InputOutOfRange, expected_montmuls, read_la
 from xrsa_win_model import rsa_get_public_key as model_public_key
 from xrsa_win_model import rsa_private as model_private
 
-from emulator.config import load_config
-from emulator.machine import Machine, StopReason
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine, StopReason
 
 KEYS_PER_SIZE = 20
 SIZES = (2048, 4096)

@@ -25,9 +25,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from emulator import Machine, load_config  # noqa: E402
+from pkasim import Machine, load_config  # noqa: E402
 
 TARGET_MS = 455.0  # xRSA paper: RSA-4096 private-key operation on the CIU98320B
 IMAGE = ROOT / "firmware" / "build" / "xrsa.elf"

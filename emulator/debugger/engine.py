@@ -17,16 +17,15 @@ from dataclasses import dataclass
 
 from unicorn import UC_HOOK_MEM_WRITE
 
-from emulator.core import REG_NAMES, SPECIAL_REGS
-from emulator.errors import PkasimError, UsageError
-from emulator.machine import Machine
-from emulator.results import StopReason
-
-from . import views
-from .dwarf import DebugInfo
-from .expr import Evaluator
-from .timetravel import DEFAULT_INTERVAL, HISTORY_START, INTERRUPTED, Stop, TimeTravel
-from .unwind import call_stack
+from pkasim.base.errors import PkasimError, UsageError
+from pkasim.core.cpu import REG_NAMES, SPECIAL_REGS
+from pkasim.core.machine import Machine
+from pkasim.core.results import StopReason
+from pkasim.debugger import views
+from pkasim.debugger.dwarf import DebugInfo
+from pkasim.debugger.expr import Evaluator
+from pkasim.debugger.timetravel import DEFAULT_INTERVAL, HISTORY_START, INTERRUPTED, Stop, TimeTravel
+from pkasim.debugger.unwind import call_stack
 
 _FORWARD = {"stepi", "si", "step", "s", "next", "n", "nexti", "ni", "finish", "fin", "continue", "c", "cycle",
             "run-to-cycle", "pka-next", "until-pka"}
@@ -322,7 +321,7 @@ class Debugger:
         return text
 
     def _pka_summary(self) -> str:
-        from peripherals.pka import COMMANDS, Reg
+        from pkasim.peripherals.pka import COMMANDS, Reg
 
         dev = next((d for d in self.machine.peripherals.values() if hasattr(d, "peek")), None)
         if dev is None:
@@ -472,7 +471,7 @@ class Debugger:
         return self._after(stop)
 
     def cmd_pka_next(self, arg: str) -> list[str]:
-        from peripherals.pka import Pka
+        from pkasim.peripherals.pka import Pka
 
         m = self.machine
         dev = next((d for d in m.peripherals.values() if isinstance(d, Pka)), None)
@@ -486,7 +485,7 @@ class Debugger:
         cannot be taken back), so a write hook on CR notes that instruction's number
         without stopping; the run goes on to the end of its slice and time travel
         brings the machine back to just after it. Without reverse execution it steps."""
-        from peripherals.pka import CR_START, Reg
+        from pkasim.peripherals.pka import CR_START, Reg
 
         m = self.machine
         core = m.core

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from emulator.errors import UsageError
+from pkasim.base.errors import UsageError
 
 _TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)|(\$?[A-Za-z_][A-Za-z0-9_.]*)|(<<|>>|[-+*/%&|^~()]))")
 _BINARY = {  # operator: (precedence, function)

@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from emulator.machine import Machine
+    from pkasim.core.machine import Machine
 
 # PkState fields that wire the record to this process's engine and devices.
-_WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_write", "py_intr", "pka", "obs",
+_WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_write", "py_intr", "devices", "n_devices", "obs",
            "code", "native_on", "regids", "apsr_regid", "stack_n", "stack_base", "stack_end", "id_primask",
            "id_control", "id_msp", "id_psp", "id_xpsr", "id_ipsr", "fetch_ws", "flash_base", "flash_end",
-           "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit", "systick")
+           "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit")
 # PkaState fields owned by the native log (pointer and capacity) or the wiring.
 _PKA_KEEP = ("log", "log_cap", "ram", "montmul_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
 # PkState fields not kept at all: the idle-loop verdict tables (36 KiB), a cache that

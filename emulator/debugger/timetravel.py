@@ -14,10 +14,12 @@ A target inside a run (the instruction before the current one, a breakpoint hit
 found while searching backwards) is reached by re-executing that run at full speed
 to a block boundary a little before it (a budget stop, which changes nothing the
 core does) and then with a code hook that stops before the wanted instruction
-number: the state is exactly the one the run passed through. Breakpoints are lifted
-while re-executing (a stop at one would split a block); a backward search sees them
-through hooks that note each pass without stopping. A replay that does not land on
-its recorded position raises ``TimeTravelError``: never a silently wrong state.
+number (no idle loop is fast-forwarded and no WFI sleeps natively under it, so it
+sees every instruction): the state is exactly the one the run passed through.
+Breakpoints are lifted while re-executing (a stop at one would split a block); a
+backward search sees them through hooks that note each pass without stopping. A
+replay that does not land on its recorded position raises ``TimeTravelError``:
+never a silently wrong state.
 
 Forward execution through ``step()`` and ``run()`` takes a snapshot when
 ``interval_cycles`` have passed since the previous one (runs are cut into slices of
@@ -37,11 +39,10 @@ from dataclasses import dataclass, replace
 
 from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE
 
-from emulator.errors import PkasimError
-from emulator.machine import Machine
-from emulator.results import RunResult, StopReason
-
-from .snapshot import LogArchive, Snapshot, capture, restore
+from pkasim.base.errors import PkasimError
+from pkasim.core.machine import Machine
+from pkasim.core.results import RunResult, StopReason
+from pkasim.debugger.snapshot import LogArchive, Snapshot, capture, restore
 
 DEFAULT_INTERVAL = 1_000_000  # cycles between snapshots (docs/debugger.md: the cost per interval)
 DEFAULT_MAX_SNAPSHOTS = 4096  # beyond it, every other snapshot is dropped
@@ -114,17 +115,13 @@ class _InsnStop:
             if number == self.n:
                 loop._on_breakpoint(address)
 
-        # The native WFI hooks sleep before a code hook sees the WFI: lift them, as a
-        # breakpoint does (the Python path sleeps for the same cycles).
-        self.wfis, self.machine._wfis = self.machine._wfis, set()
-        self.machine._place_wfi_hooks()
+        # The hook covers all code: no WFI sleeps natively and no loop is fast-forwarded
+        # meanwhile (Machine.on_instructions), so the hook sees every instruction.
         self.handle = self.machine.on_instructions(0, 0xFFFFFFFF, hook)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.machine.remove_instruction_hook(self.handle)
-        self.machine._wfis = self.wfis
-        self.machine._place_wfi_hooks()
         self.machine.core.flush_translations()  # translate again without the hook
 
 
@@ -366,10 +363,11 @@ class TimeTravel:
             if margin > cycles - op.start[1]:
                 margin = cycles - op.start[1] + 1
         if m.instructions < insn or (m.instructions == insn and self.position < (insn, cycles)):
+            # Also when instruction ``insn`` is the next one: an exception entry or a sleep
+            # may come before it, and the stop belongs just before the instruction.
             with _InsnStop(m, insn):
-                if m.instructions < insn:
-                    m.run(max_cycles=max(1, op.budget_end - m.cycles),
-                          until=op.until if first or m.pc != op.until else None)
+                m.run(max_cycles=max(1, op.budget_end - m.cycles),
+                      until=op.until if first or m.pc != op.until else None)
         if m.instructions != insn:
             raise TimeTravelError(f"replay of a run from {op.start} did not stop before instruction {insn:,}")
 
@@ -420,7 +418,9 @@ class TimeTravel:
 
     # ------------------------------------------------------------------ backward
     def reverse_step(self) -> Stop:
-        """Back to the instruction boundary just before the current position."""
+        """Back to the start of the previous instruction: where the last step began
+        when a step led here, else just before the last instruction executed (before
+        it, not before an exception entry or a sleep that came after it)."""
         cur = self.position
         if not self._ops or cur <= self.oldest or cur > self.head:
             if cur != self.head and cur > self.oldest:
@@ -431,13 +431,31 @@ class TimeTravel:
         if op.kind == "step":
             self.goto(k, stop_pos=cur)  # once to learn where the last step began
             self._goto_position(self._step_from)
-        elif cur[0] - 1 < op.start[0]:
-            self._goto_position(op.start)
-        else:
+        elif cur[0] - 1 >= op.start[0]:
             self.goto(k, cur[0] - 1, cur[1])
             if self.position >= cur:  # no instruction boundary between op.start and cur
                 self._goto_position(op.start)
+        elif not self._before_instruction(cur[0] - 1, k):
+            self._goto_position(self._origin)
+            return self._here(HISTORY_START, "at the start of the recorded history")
         return self._here(StopReason.STEP.value)
+
+    def _before_instruction(self, n: int, k: int) -> bool:
+        """Just before instruction number ``n`` executes, found in an op before ``k``
+        (op ``k`` only slept or took exception entries before the current position, as
+        a run slice that ended asleep, or woke and stopped at a breakpoint): the run
+        op that executed it stops before it; a step op, where the step that executed
+        it began. False if the history holds no such instruction."""
+        j = next((i for i in range(k - 1, -1, -1) if self._ops[i].start[0] <= n < self._ops[i].end[0]), None)
+        if j is None:
+            return False
+        op = self._ops[j]
+        if op.kind == "step":
+            self.goto(j, stop_insn=n + 1)  # stops right after the step that executed it
+            self._goto_position(self._step_from)
+        else:
+            self.goto(j, n, op.end[1])
+        return True
 
     def reverse_continue(self, breakpoints: Iterable[int] | None = None,
                          watchpoints: Iterable[tuple[int, int, str]] | None = None) -> Stop:

@@ -12,7 +12,6 @@ leaves. The terminal's mode is restored however the loop ends.
 
 from __future__ import annotations
 
-import argparse
 import os
 import select
 import signal
@@ -20,6 +19,8 @@ import sys
 import termios
 import tty
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.layout import Layout
@@ -27,8 +28,8 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
 
-from . import views
-from .engine import Debugger
+from pkasim.debugger import views
+from pkasim.debugger.engine import Debugger
 
 KEYS = {
     "\x1b[15~": "continue", "\x1b[17~": "pka-next", "\x1b[18~": "reverse-stepi", "\x1b[19~": "reverse-continue",
@@ -207,14 +208,14 @@ class _Terminal:
         return data.decode("utf-8", errors="replace")
 
 
-def run_tui(args: argparse.Namespace, console: Console) -> int:
-    from ..commands.debug import build_machine, make_debugger
-
+def run_tui(build: Callable[[Any], Debugger], title: str, console: Console) -> int:
+    """Run the full-screen debugger. ``build(sink)`` makes the debugger, its machine
+    writing the firmware's output to ``sink``: the command that starts the TUI knows how
+    to build a machine from its arguments; the TUI only shows it."""
     log: deque = deque(maxlen=OUTPUT_LINES)
     sink = _Output(log)
-    machine = build_machine(args, sink, sink)
-    debugger = make_debugger(machine, args)
-    log.append(f"pkasim debug {args.firmware}: 'help' lists the commands; {KEY_HELP}")
+    debugger = build(sink)
+    log.append(f"pkasim debug {title}: 'help' lists the commands; {KEY_HELP}")
     screen = Screen(debugger, log)
     term = _Terminal(sys.stdin.fileno())
     resized = [False]

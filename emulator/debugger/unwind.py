@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from emulator.machine import Machine
-
-from .dwarf import LR, DebugInfo
+from pkasim.core.machine import Machine
+from pkasim.debugger.dwarf import LR, DebugInfo
 
 MAX_FRAMES = 64
 

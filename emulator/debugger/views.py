@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from capstone import CS_ARCH_ARM, CS_MODE_MCLASS, CS_MODE_THUMB, Cs
 
-from emulator.core import REG_NAMES
-from emulator.errors import UsageError
-from emulator.machine import Machine
-from peripherals.nvic import exception_name
-
-from .dwarf import DebugInfo
-from .unwind import call_stack
+from pkasim.base.errors import UsageError
+from pkasim.core.cpu import REG_NAMES
+from pkasim.core.machine import Machine
+from pkasim.debugger.dwarf import DebugInfo
+from pkasim.debugger.unwind import call_stack
+from pkasim.peripherals.nvic import exception_name
 
 _CS = Cs(CS_ARCH_ARM, CS_MODE_THUMB | CS_MODE_MCLASS)
 REGISTER_ORDER = REG_NAMES + ["xpsr", "msp", "psp", "primask", "control"]
@@ -122,7 +121,7 @@ def memory(machine: Machine, addr: int, count: int = 8, unit: int = 4, fmt: str 
 def pka(machine: Machine, words_shown: int | None = None) -> list[str]:
     """The PKA's registers, its state and its operands (A, B, N, R at their pointers,
     LEN words each) as big hex integers."""
-    from peripherals.pka import ERROR_FLAGS, Pka, Reg
+    from pkasim.peripherals.pka import ERROR_FLAGS, Pka, Reg
 
     dev = next((d for d in machine.peripherals.values() if isinstance(d, Pka)), None)
     if dev is None:
@@ -155,7 +154,7 @@ def _pending_end(dev) -> int:
 
 
 def systick(machine: Machine) -> list[str]:
-    from peripherals.systick import SysTick
+    from pkasim.peripherals.systick import SysTick
 
     dev = next((d for d in machine.peripherals.values() if isinstance(d, SysTick)), None)
     if dev is None:

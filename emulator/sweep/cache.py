@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
+from pkasim.base.errors import OutputError
 
 log = logging.getLogger("pkasim.sweep")
 BUSY_TIMEOUT_MS = 60_000

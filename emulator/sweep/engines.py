@@ -25,11 +25,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ..errors import PkasimError
-from .point import Task, run_point
+from pkasim.base.errors import EXIT_UNAVAILABLE, PkasimError
+from pkasim.base.extras import need
+from pkasim.sweep.point import Task, run_point
 
 log = logging.getLogger("pkasim.sweep")
-EXIT_UNAVAILABLE = 69  # sysexits EX_UNAVAILABLE: the Dask scheduler cannot be reached
 MAX_POOL_RESTARTS = 3  # a pool broken more often than this means points that kill their worker
 
 Done = Callable[[str, "dict[str, Any] | None", "str | None"], None]  # (task id, result, error)
@@ -76,7 +76,7 @@ class LocalEngine:
     def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
         pending = dict(tasks)
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["emulator.sweep.point"])
+        context.set_forkserver_preload(["pkasim.sweep.point"])
         restarts = 0
         while pending:
             pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context,
@@ -111,6 +111,7 @@ class DaskEngine:
     name = "dask"
 
     def __init__(self, address: str, timeout: float = 10.0) -> None:
+        need("distributed", "dask", "pkasim sweep --engine dask")
         from distributed import Client
 
         self.address = address

@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
-from ..config import ChipConfig, load_layered, read_bounded
-from ..errors import ConfigError, PkasimError
-from .spec import CHIP_SECTIONS, Sweep
+from pkasim.base.errors import ConfigError, PkasimError
+from pkasim.chip.config import ChipConfig, load_layered, read_bounded
+from pkasim.sweep.spec import CHIP_SECTIONS, Sweep
 
 OPERANDS_IN_RAM = 12  # xRSA's PKA RAM layout: twelve operands of the multiplier's width
 
@@ -129,7 +129,7 @@ def chips(sweep: Sweep) -> list[Chip]:
 def _check_models(config: ChipConfig, names: list[str], combo: tuple) -> None:
     """The peripheral models check their own parameters when built: build them now,
     so a bad width is one line before the sweep starts, not a failed point."""
-    from ..machine import Machine
+    from pkasim.core.machine import Machine
 
     try:
         Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())

@@ -19,22 +19,15 @@ import hashlib
 import random
 from typing import Any
 
-from ..rsakey import RsaKey, probably_prime
+from pkasim.rsa.rsakey import RsaKey, random_prime
 
 E = 65537
-def _prime(bits: int, rng: random.Random) -> int:
-    while True:
-        candidate = rng.getrandbits(bits) | (3 << (bits - 2)) | 1
-        if (candidate - 1) % E and probably_prime(candidate, rng):
-            return candidate
-
-
 @functools.lru_cache(maxsize=64)
 def sweep_key(nbits: int, index: int) -> RsaKey:
     """Key number ``index`` of size ``nbits``: the same on every machine."""
     rng = random.Random(f"pkasim sweep key {nbits} {index}")
     while True:
-        p, q = _prime(nbits // 2, rng), _prime(nbits // 2, rng)
+        p, q = random_prime(nbits // 2, rng, E), random_prime(nbits // 2, rng, E)
         if p != q and (p * q).bit_length() == nbits:
             return RsaKey(nbits, E, max(p, q), min(p, q))
 

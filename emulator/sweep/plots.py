@@ -13,9 +13,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
-from .results import group_columns, groups
-from .spec import Sweep
+from pkasim.base.errors import OutputError
+from pkasim.base.extras import need
+from pkasim.sweep.results import group_columns, groups
+from pkasim.sweep.spec import Sweep
 
 
 def _curves(sweep: Sweep, rows: list[dict[str, Any]], drop: tuple[str, ...]) -> dict[tuple, list[dict[str, Any]]]:
@@ -38,8 +39,7 @@ def plot(sweep: Sweep, rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """ops_per_s.png and, with both key sizes, ratio_4096_2048.png in ``out``."""
     if not sweep.plot_x or not any(r["verified"] for r in rows):
         return []
-    import matplotlib
-
+    matplotlib = need("matplotlib", "sweep", "pkasim sweep's plots")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter

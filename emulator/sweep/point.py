@@ -1,7 +1,7 @@
 """One point of a sweep: what it runs (a Task, plain picklable data a worker process
 or a Dask worker receives), its cache key, and the run itself.
 
-The run is ``emulator.bench.run_job``: one RSA private-key operation measured from
+The run is ``pkasim.rsa.bench.run_job``: one RSA private-key operation measured from
 the entry of ``rsa_private`` to its return and checked against Python integers
 (m^d mod n), with the sweep's key and message and, when per-function cycles are
 asked for, the profiler attached. The result is plain data: exact model figures only
@@ -19,14 +19,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..bench import Job, run_job
-from ..config import ChipConfig
-from ..errors import PkasimError
-from ..rsakey import RsaKey
+from pkasim.base.errors import PkasimError
+from pkasim.chip.config import ChipConfig
+from pkasim.rsa.bench import Job, run_job
+from pkasim.rsa.rsakey import RsaKey
 
 RESULT_SCHEMA = "pkasim.sweep.point/1"  # the layout of a stored result; bump to drop old entries
-_ROOT = Path(__file__).resolve().parent.parent.parent
-FRONT_ENDS = {"commands", "sweep", "emulator/cli.py", "emulator/bench_cli.py", "emulator/plot.py"}
+FRONT_ENDS = {"cli", "sweep", "emulator/rsa/plot.py"}
+DATA = {"configs", "firmware", "peripherals"}  # folders inside an installed pkasim that are not its model code
 
 
 @dataclass(frozen=True)
@@ -43,24 +43,27 @@ class Task:
 
 @lru_cache(maxsize=1)
 def pkasim_version() -> str:
-    """The package version and a digest of the model's sources (emulator/ and
-    peripherals/, .py .c .h, without the front ends that only drive it: the
-    subcommands, the sweep package, the CLI and the bench's table and chart): the
-    version number alone does not change when a cycle rule does, and a stale cycle
-    count must never come back from the cache."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The package version and a digest of the model's sources (the package's .py .c .h,
+    without the front ends that only drive it: the subcommands, the sweep package, the
+    CLI and the bench's table and chart): the version number alone does not change when
+    a cycle rule does, and a stale cycle count must never come back from the cache.
 
-    try:
-        number = version("pkasim")
-    except PackageNotFoundError:
-        number = "unknown"
+    The files are named as in the repository (``emulator/...``, ``peripherals/...``),
+    so a checkout and a wheel built from it (which carries the C sources as package
+    data) give the same digest, wherever each is installed."""
+    import pkasim
+    import pkasim.peripherals
+
     digest = hashlib.sha256()
-    for top in ("emulator", "peripherals"):
-        for path in sorted((_ROOT / top).rglob("*")):
-            rel = path.relative_to(_ROOT)
-            if path.suffix in (".py", ".c", ".h") and not FRONT_ENDS & {rel.parts[1], str(rel)}:
-                digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
-    return f"{number}+{digest.hexdigest()[:16]}"
+    for top, folder in (("emulator", Path(pkasim.__file__).parent), ("peripherals", Path(pkasim.peripherals.__file__).parent)):
+        for path in sorted(folder.rglob("*")):
+            inner = path.relative_to(folder)
+            if top == "emulator" and inner.parts[0] in DATA:
+                continue
+            rel = Path(top) / inner
+            if path.suffix in (".py", ".c", ".h") and not FRONT_ENDS & {rel.parts[1], rel.as_posix()}:
+                digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{pkasim.__version__}+{digest.hexdigest()[:16]}"
 
 
 def cache_key(task: Task, description: Any) -> str:
@@ -91,7 +94,7 @@ def _image_file(task: Task) -> Path:
 
 def run_point(task: Task) -> dict[str, Any]:
     """Run one point; the measured figures as plain data (what the cache stores)."""
-    from ..profiler import Profiler
+    from pkasim.analysis.profiler import Profiler
 
     if task.version != pkasim_version():
         raise PkasimError(f"this worker runs pkasim {pkasim_version()}, the sweep expects {task.version}: "

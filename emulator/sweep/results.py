@@ -11,20 +11,22 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
-from .spec import METRICS, Sweep
+from pkasim.base.errors import OutputError
+from pkasim.base.extras import need
+from pkasim.sweep.spec import METRICS, Sweep
 
 PER_POINT = ("point", "key", "message", "cache_key", "error", "verified")  # not what a group is named by
 
 
 def table(rows: list[dict[str, Any]]) -> Any:
-    import pyarrow as pa
+    pa = need("pyarrow", "sweep", "pkasim sweep")
 
     return pa.Table.from_pylist(rows)
 
 
 def write_tables(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """results.parquet and results.csv in ``out``; OutputError (exit 74) if they cannot be written."""
+    need("pyarrow", "sweep", "pkasim sweep")
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 

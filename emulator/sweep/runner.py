@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import LoadError
-from .cache import ResultCache
-from .grid import Point
-from .keys import cached_key, sweep_message
-from .point import Task, cache_key, pkasim_version
-from .spec import Sweep
+from pkasim.base.errors import LoadError
+from pkasim.sweep.cache import ResultCache
+from pkasim.sweep.grid import Point
+from pkasim.sweep.keys import cached_key, sweep_message
+from pkasim.sweep.point import Task, cache_key, pkasim_version
+from pkasim.sweep.spec import Sweep
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
     name: RSA-4096 at 10 ops/s              # a title for the summary and plots
     chip: ../ciu98320b.yaml                 # the base chip (default: the default chip)
-    build_dir: ../../firmware/build         # where images are found (default: firmware/build)
+    build_dir: ../../firmware/build         # where images are found (default: the bundled images)
     axes:
       firmware: [xrsa_opt.elf]              # images (names in build_dir, or paths)
       key_bits: [2048, 4096]
@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bench import BUILD_DIR
-from ..config import DEFAULT_CONFIG, load_yaml
-from ..errors import ConfigError
+from pkasim.base import resources
+from pkasim.base.errors import ConfigError
+from pkasim.chip.config import DEFAULT_CONFIG, load_yaml
+from pkasim.rsa.bench import BUILD_DIR
 
 METRICS = ("cycles", "instructions", "ms", "ops_per_s", "pka_ops", "busy_share", "firmware_ms")
 DEFAULT_METRICS = ("cycles", "ms", "ops_per_s", "pka_ops", "busy_share")
@@ -132,7 +133,9 @@ def _chip_axes(source: str, value: Any) -> tuple[ChipAxis, ...]:
 
 
 def read_sweep(path: str | Path) -> Sweep:
-    """Read and check a sweep file; ConfigError (exit 78) or InputMissingError (66)."""
+    """Read and check a sweep file (a path, or a bundled sweep's name such as
+    ``sweeps/rsa4096-10ops``); ConfigError (exit 78) or InputMissingError (66)."""
+    path = resources.resolve_sweep(path)
     source = str(path)
     doc = load_yaml(path)
     if not isinstance(doc, dict):

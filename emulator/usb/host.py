@@ -1,7 +1,7 @@
 """A full-speed USB host controller on the machine's clock, in host time.
 
 The host keeps its own time (nanoseconds of the host's crystal) and turns it into
-core cycles through the device's oscillator (``peripherals.osc48``): every
+core cycles through the device's oscillator (``pkasim.peripherals.osc48``): every
 transaction is an event on the machine's one Clock at the cycle its host time maps
 to. Nothing reads the wall clock.
 
@@ -25,11 +25,10 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from emulator.clock import Clock, Event
-from peripherals.osc48 import NS
-from peripherals.usb import ACK, NAK, PIPE_OF, STALL, Usb
-
-from . import wire
+from pkasim.base.clock import Clock, Event
+from pkasim.peripherals.osc48 import NS
+from pkasim.peripherals.usb import ACK, NAK, PIPE_OF, STALL, Usb
+from pkasim.usb import wire
 
 FRAME_NS = 1_000_000
 MAX_BULK_PER_FRAME = 19  # USB 2.0 table 5-10: 64-byte bulk at full speed

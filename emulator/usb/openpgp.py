@@ -8,8 +8,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from .session import CardError, CardSession, Exchange
-from .session import short_or_extended as apdu
+from pkasim.usb.session import CardError, CardSession, Exchange
+from pkasim.usb.session import short_or_extended as apdu
 
 AID = bytes.fromhex("D27600012401")
 PW1 = b"123456"

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emulator.errors import PkasimError
-from emulator.results import StopReason
-from peripherals.usb import Usb
-
-from .descriptors import Descriptors, parse_string
-from .host import FRAME_NS, Packet, UsbError, UsbHost
+from pkasim.base.errors import PkasimError
+from pkasim.core.results import StopReason
+from pkasim.peripherals.usb import Usb
+from pkasim.usb.descriptors import Descriptors, parse_string
+from pkasim.usb.host import FRAME_NS, Packet, UsbError, UsbHost
 
 ATTACH_DEBOUNCE_MS = 100  # USB 2.0 7.1.7.3: TATTDB
 RESET_MS = 10  # USB 2.0 7.1.7.5: TDRST (minimum, root port)

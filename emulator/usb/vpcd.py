@@ -17,7 +17,7 @@ import struct
 import time
 from collections.abc import Callable
 
-from .session import CardSession, Exchange
+from pkasim.usb.session import CardSession, Exchange
 
 VPCD_PORT = 35963
 CTRL_OFF, CTRL_ON, CTRL_RESET, CTRL_ATR = 0, 1, 2, 4

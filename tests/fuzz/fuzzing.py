@@ -1,6 +1,6 @@
 """The fuzzers' common parts: run one case in isolation, judge its outcome, keep counts.
 
-Every case is a ``pkasim`` command line run by ``emulator.cli.main`` in a forked child:
+Every case is a ``pkasim`` command line run by ``pkasim.cli.main.main`` in a forked child:
 imports are paid once, yet a crash in native code, a hang or a runaway allocation
 ends only the child, and its exit status, peak memory and time are measured alone.
 
@@ -29,18 +29,18 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from emulator import cli  # noqa: E402
-from emulator.errors import EXIT_INTERNAL, EXIT_OS  # noqa: E402
+from pkasim.base.errors import EXIT_INTERNAL, EXIT_OS  # noqa: E402
+from pkasim.cli import main as cli  # noqa: E402
 
 
 def _warm() -> None:
     """Import in the parent what every case needs, so no forked child pays for it."""
     import rich.progress  # noqa: F401
 
-    import emulator.bench_cli  # noqa: F401
-    import peripherals.pka  # noqa: F401
-    from emulator import native
-    from emulator.machine import Machine  # noqa: F401
+    import pkasim.cli.bench  # noqa: F401
+    import pkasim.peripherals.pka  # noqa: F401
+    from pkasim import native
+    from pkasim.core.machine import Machine  # noqa: F401
 
     cli.build_parser()
     native.load()
@@ -48,7 +48,7 @@ def _warm() -> None:
 
 _warm()
 
-ESCAPED = "fuzz: an exception escaped emulator.cli.main"
+ESCAPED = "fuzz: an exception escaped pkasim.cli.main.main"
 BUILD = REPO / "firmware" / "build"
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from emulator.bench import _message  # noqa: E402
-from emulator.rsakey import demo_key  # noqa: E402
+from pkasim.rsa.bench import _message  # noqa: E402
+from pkasim.rsa.rsakey import demo_key  # noqa: E402
 
 
 def main() -> int:

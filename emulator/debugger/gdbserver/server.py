@@ -19,15 +19,14 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from emulator.errors import PkasimError, UsageError
-from emulator.machine import Machine
-from emulator.profiler import Profiler
-from emulator.results import StopReason
-
-from ..timetravel import HISTORY_START, TimeTravel
-from ..timetravel import Stop as TtStop
-from .packets import MAX_PACKET, Ack, Bad, Interrupt, Packet, Reader, frame
-from .target import REGISTERS, target_xml
+from pkasim.analysis.profiler import Profiler
+from pkasim.base.errors import PkasimError, UsageError
+from pkasim.core.machine import Machine
+from pkasim.core.results import StopReason
+from pkasim.debugger.gdbserver.packets import MAX_PACKET, Ack, Bad, Interrupt, Packet, Reader, frame
+from pkasim.debugger.gdbserver.target import REGISTERS, target_xml
+from pkasim.debugger.timetravel import HISTORY_START, TimeTravel
+from pkasim.debugger.timetravel import Stop as TtStop
 
 log = logging.getLogger("pkasim.gdbserver")
 
@@ -281,8 +280,7 @@ class Target:
 
 class _OutsideStop:
     """Code hooks on everything outside [start, end) that stop a run before the first
-    instruction there (the native WFI hooks are lifted meanwhile: they would sleep
-    before a code hook sees the WFI)."""
+    instruction there (a WFI there is seen before it sleeps: Machine.on_instructions)."""
 
     def __init__(self, machine: Machine, start: int, end: int) -> None:
         self.machine, self.start, self.end = machine, start, end
@@ -295,8 +293,6 @@ class _OutsideStop:
         def hook(address: int, size: int, cycle: int, number: int) -> None:
             loop._on_breakpoint(address)
 
-        self.wfis, m._wfis = m._wfis, set()
-        m._place_wfi_hooks()
         if self.start > 0:
             self.handles.append(m.on_instructions(0, self.start, hook))
         self.handles.append(m.on_instructions(self.end, 0xFFFFFFFF, hook))
@@ -306,8 +302,6 @@ class _OutsideStop:
         m = self.machine
         for h in self.handles:
             m.remove_instruction_hook(h)
-        m._wfis = self.wfis
-        m._place_wfi_hooks()
         m.core.flush_translations()
 
 

@@ -1,0 +1,138 @@
+"""The ``pkasim bench`` command: runs the jobs of pkasim.rsa.bench and shows the figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pkasim.base import resources
+from pkasim.base.errors import UsageError
+from pkasim.chip.config import DEFAULT_CHIP, DEFAULT_CONFIG, load_config
+from pkasim.rsa.bench import BUILD_DIR, JOBS, ConfigResult, JobResult, ratios, run_job, to_json
+
+HELP = "RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips"
+
+RATIO_TEXT = {
+    "rsa4096_xrsa_vs_rsa2048_pka": "RSA-4096 by xRSA (paper variant) vs RSA-2048 on the PKA",
+    "rsa4096_xrsa_opt_vs_rsa2048_pka": "RSA-4096 by xRSA (optimized) vs RSA-2048 on the PKA",
+    "rsa4096_software_vs_xrsa": "RSA-4096 in software vs xRSA (paper variant)",
+    "rsa4096_software_vs_xrsa_opt": "RSA-4096 in software vs xRSA (optimized)",
+    "rsa2048_software_vs_pka": "RSA-2048 in software vs on the PKA",
+    "rsa4096_xrsa_paper_vs_optimized": "xRSA paper variant vs optimized variant",
+    "rsa2048_pka_vs_win": "RSA-2048: Algorithm 3 (optimized) vs fixed window",
+    "rsa4096_xrsa_vs_win": "RSA-4096: xRSA paper variant vs fixed window",
+    "rsa4096_xrsa_opt_vs_win": "RSA-4096: xRSA optimized vs fixed window",
+    "rsa4096_win_vs_rsa2048_win": "fixed window: RSA-4096 vs RSA-2048",
+    "rsa4096_win_sram_vs_win": "RSA-4096 fixed window: table in SRAM vs in PKA RAM",
+}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help=HELP)
+    p.add_argument("--config", action="append", default=[], metavar="CHIP",
+                   help=f"chip file or bundled chip name; repeat to compare chips side by side (default: {DEFAULT_CHIP})")
+    p.add_argument("--json", metavar="FILE", help="write every figure as JSON ('-' for stdout)")
+    p.add_argument("--plot", metavar="FILE", help="write a chart (.png or .svg; needs pkasim[plot])")
+    p.add_argument("--only", action="append", default=[], metavar="JOB",
+                   help="run only these jobs (repeatable): " + ", ".join(j.key for j in JOBS))
+    p.add_argument("--build-dir", default=None, help="where the firmware images are (default: the bundled images)")
+
+
+def main(args: argparse.Namespace, console: Console) -> int:
+    return run_bench(args, console)
+
+
+def run_bench(args: argparse.Namespace, console: Console) -> int:
+    if not console.is_terminal:
+        console = Console(file=console.file, highlight=False, width=150)  # tables are read in logs too
+    configs = args.config or [str(DEFAULT_CONFIG)]
+    chips = [(path, load_config(path)) for path in configs]
+    jobs = [j for j in JOBS if not args.only or j.key in args.only]
+    unknown = set(args.only) - {j.key for j in JOBS}
+    if unknown:
+        raise UsageError(f"unknown job {', '.join(sorted(unknown))} (known: {', '.join(j.key for j in JOBS)})")
+    build = Path(args.build_dir) if args.build_dir else BUILD_DIR
+    for job in jobs:  # every image is there before the first job runs
+        resources.image(job.image, build if args.build_dir else None)
+
+    results: list[ConfigResult] = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        overall = bar.add_task("bench", total=len(jobs) * len(chips), status="")
+        for path, cfg in chips:
+            done: list[JobResult] = []
+            for job in jobs:
+                bar.update(overall, description=f"{job.label} on {Path(path).name}", status="")
+
+                def tick(cycles: int, hz: int = cfg.core.clock_hz) -> None:
+                    bar.update(overall, status=f"{cycles / hz:.2f} s modeled")
+
+                done.append(run_job(cfg, job, build, progress=tick))
+                bar.advance(overall)
+            results.append(ConfigResult(config=path, chip=cfg.chip, clock_hz=cfg.core.clock_hz,
+                                        muls_cycles=cfg.core.muls_cycles, jobs=done, ratios=ratios(done)))
+
+    for res in results:
+        _print_config(console, res)
+    if len(results) > 1:
+        _print_side_by_side(console, results)
+    if args.json:
+        text = json.dumps(to_json(results), indent=2) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.json).write_text(text)
+    if args.plot:
+        from pkasim.rsa.plot import bench_chart
+
+        bench_chart(results, args.plot)
+        console.print(f"chart written to {args.plot}")
+    failed = [j for r in results for j in r.jobs if not j.verified]
+    if failed:
+        console.print(f"[red]{len(failed)} result(s) did not match m^d mod n: " + ", ".join(j.label for j in failed))
+        return 1
+    return 0
+
+
+def _print_config(console: Console, res: ConfigResult) -> None:
+    table = Table(title=f"{res.chip} at {res.clock_hz / 1e6:g} MHz, MULS {res.muls_cycles} cycle(s) ({res.config})",
+                  title_justify="left")
+    for name, justify in (("operation", "left"), ("cycles", "right"), ("modeled ms", "right"), ("ops/s", "right"),
+                          ("efficiency", "right"), ("SysTick ms", "right"), ("PKA ops", "right"), ("PKA busy", "right"),
+                          ("CPU only", "right"),
+                          ("check", "center"), ("wall s", "right")):
+        table.add_column(name, justify=justify)
+    for j in res.jobs:
+        table.add_row(
+            j.label, f"{j.cycles:,}", f"{j.modeled_ms:,.1f}", f"{j.ops_per_second:.3g}", f"{j.efficiency:.3g}",
+            "-" if j.firmware_ms is None else f"{j.firmware_ms:,}",
+            f"{sum(j.pka_operations.values()):,}" if j.pka_operations else "-",
+            f"{100 * j.pka_busy_share:.1f}%", f"{100 * j.cpu_only_share:.1f}%",
+            "[green]ok[/green]" if j.verified else "[red]WRONG[/red]", f"{j.wall_seconds:.1f}",
+        )
+    console.print(table)
+    console.print("efficiency: bits of result per 1000 cycles (nbits * 1000 / cycles), whatever the clock")
+    if res.ratios:
+        rt = Table(show_header=False, box=None, padding=(0, 2))
+        rt.add_column()
+        rt.add_column(justify="right")
+        for key, value in res.ratios.items():
+            rt.add_row(RATIO_TEXT.get(key, key), f"{value:,.1f}x slower")
+        console.print(rt)
+
+
+def _print_side_by_side(console: Console, results: list[ConfigResult]) -> None:
+    table = Table(title="ops/s side by side", title_justify="left")
+    table.add_column("operation")
+    for res in results:
+        table.add_column(f"{res.chip}\n{Path(res.config).name}", justify="right")
+    for i, job in enumerate(results[0].jobs):
+        table.add_row(job.label, *(f"{res.jobs[i].ops_per_second:.3g}" for res in results))
+    console.print(table)

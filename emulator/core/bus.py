@@ -1,0 +1,207 @@
+"""The bus: the memory map, MMIO dispatch to device models, and debug access.
+
+Memory regions come from the chip description; each device's register window is
+mapped in 1 KiB pages that dispatch by address to the device's ``read``/``write``.
+A device sees an access at the cycle its instruction starts (the core commits cycles
+per block; ``_access_offset`` finds the accessing instruction inside the block).
+Debug reads and writes (``read_memory``/``write_memory``) never have side effects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import mmap
+from collections.abc import Callable
+
+from unicorn import UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError
+from unicorn.unicorn_py3 import unicorn as _ucmod
+
+from pkasim import native
+from pkasim.base.errors import LoadError, UsageError
+from pkasim.chip.config import ChipConfig, Region
+from pkasim.core.cpu import Core, Now
+from pkasim.core.cycles import disassemble_one
+from pkasim.peripherals.base import Peripheral
+
+guest_log = logging.getLogger("pkasim.guest")
+PAGE = 1024
+
+
+def region_protection(region: Region) -> int:
+    """Flash is read/execute (a store is a bus fault); the peripheral region is
+    execute-never; other writable memory is read/write/execute."""
+    if region.name == "flash":
+        return UC_PROT_READ | UC_PROT_EXEC
+    if 0x40000000 <= region.base < 0x60000000:
+        return UC_PROT_READ | UC_PROT_WRITE
+    return UC_PROT_ALL if region.writable else UC_PROT_READ | UC_PROT_EXEC
+
+
+class Bus:
+    """Memory and device windows of one chip, as the core and a debugger see them."""
+
+    def __init__(self, core: Core, config: ChipConfig, peripherals: dict[str, Peripheral], now: Now,
+                 on_code_write: Callable[[int, int], None]) -> None:
+        self.core = core
+        self.config = config
+        self.peripherals = peripherals
+        self.now = now
+        self._on_code_write = on_code_write
+        self.irq_exception: dict[str, int] = {}  # device name -> exception its IRQ line pends
+        self._keep: list[object] = []  # C callbacks handed to native devices
+        self._host: list[tuple[mmap.mmap, ctypes.Array]] = []  # memory behind the regions
+
+    def map(self) -> None:
+        """Memory regions in host memory the bus owns (the native alignment checks read
+        the words a block loads pointers from there: docs/cycle-model.md, Alignment),
+        then the peripheral windows."""
+        for region in self.config.memory.values():
+            host = mmap.mmap(-1, region.size)
+            view = (ctypes.c_ubyte * region.size).from_buffer(host)
+            self._host.append((host, view))
+            ptr = ctypes.addressof(view)
+            err = _ucmod.uclib.uc_mem_map_ptr(self.core.uch, region.base, region.size, region_protection(region), ptr)
+            if err:
+                raise UcError(err)
+            if self.core.code is not None:
+                self.core.lib.pk_code_add_memory(self.core.code.handle, region.base, region.size, ptr)
+        self._map_peripherals()
+
+    def _map_peripherals(self) -> None:
+        """Map each peripheral's 1 KiB pages once; dispatch by address inside."""
+        windows: dict[int, list[Peripheral]] = {}
+        for dev in self.peripherals.values():
+            for p in range(dev.base // PAGE, (dev.base + dev.size + PAGE - 1) // PAGE):
+                windows.setdefault(p, []).append(dev)
+        for region in self.config.memory.values():
+            for p in range(region.base // PAGE, region.end // PAGE):
+                if p in windows:
+                    raise LoadError(f"{self.config.source}: memory.{region.name} overlaps peripheral {windows[p][0].name}")
+        for dev in self.peripherals.values():
+            pages = range(dev.base // PAGE, (dev.base + dev.size + PAGE - 1) // PAGE)
+            if hasattr(dev, "attach_native") and dev.base % PAGE == 0 and all(windows[p] == [dev] for p in pages):
+                self._map_native(dev, len(pages) * PAGE)
+                for p in pages:
+                    del windows[p]
+        for p, devs in sorted(windows.items()):
+            base = p * PAGE
+            self.core.uc.mmio_map(base, PAGE, self._mmio_read, (base, devs), self._mmio_write, (base, devs))
+
+    def _map_native(self, dev: Peripheral, size: int) -> None:
+        """A device with a native fast path: its window dispatches in C (the device
+        hands back what the fast path does not serve, through ``slow_path``)."""
+        core = self.core
+
+        def slow_path(offset: int, size: int, value: int, write: int, time_offset: int) -> int:
+            self.now.offset = time_offset
+            try:
+                if write:
+                    dev.write(offset, size, value)
+                    return 0
+                core.state.py_reads += 1
+                return dev.read(offset, size) & ((1 << (8 * size)) - 1)
+            finally:
+                self.now.offset = 0
+
+        callback = native.DEVICE_ACCESS(slow_path)
+        window = dev.attach_native(core.lib, ctypes.addressof(core.state), self.irq_exception.get(dev.name, 0),
+                                   ctypes.cast(callback, ctypes.c_void_p).value)
+        native.add_device(core.state, core.lib, window.state, window.next_fn, window.due_fn)
+        self._keep.append(callback)
+        err = _ucmod.uclib.uc_mmio_map(core.uch, ctypes.c_uint64(dev.base), ctypes.c_size_t(size),
+                                       ctypes.cast(window.read, ctypes.c_void_p), ctypes.c_void_p(window.state),
+                                       ctypes.cast(window.write, ctypes.c_void_p), ctypes.c_void_p(window.state))
+        if err:
+            raise UcError(err)
+
+    # ------------------------------------------------------------------ guest accesses
+    @staticmethod
+    def _find_dev(devs: list[Peripheral], addr: int) -> Peripheral | None:
+        for dev in devs:
+            if dev.base <= addr < dev.base + dev.size:
+                return dev
+        return None
+
+    def _mmio_read(self, uc: Uc, offset: int, size: int, window: tuple[int, list[Peripheral]]) -> int:
+        base, devs = window
+        addr = base + offset
+        dev = self._find_dev(devs, addr)
+        if dev is None:
+            guest_log.warning("read of unassigned peripheral address 0x%08x (reads as zero)", addr)
+            return 0
+        self.core.state.py_reads += 1  # a Python device may change by itself: no idle fast-forward
+        self.now.offset = self._access_offset(addr)
+        try:
+            return dev.read(addr - dev.base, size) & ((1 << (8 * size)) - 1)
+        finally:
+            self.now.offset = 0
+
+    def _mmio_write(self, uc: Uc, offset: int, size: int, value: int, window: tuple[int, list[Peripheral]]) -> None:
+        base, devs = window
+        addr = base + offset
+        dev = self._find_dev(devs, addr)
+        if dev is None:
+            guest_log.warning("write of unassigned peripheral address 0x%08x (ignored)", addr)
+            return
+        self.now.offset = self._access_offset(addr)
+        try:
+            dev.write(addr - dev.base, size, value & ((1 << (8 * size)) - 1))
+        finally:
+            self.now.offset = 0
+
+    def _access_offset(self, addr: int) -> int:
+        """Cycles the current block spent before the instruction making this access
+        (pk_access_offset in cyclehook.c; docs/cycle-model.md)."""
+        return self.core.lib.pk_access_offset(self.core.state_ref, addr)
+
+    # ------------------------------------------------------------------ debug access
+    def device_at(self, addr: int) -> Peripheral | None:
+        for dev in self.peripherals.values():
+            if dev.base <= addr < dev.base + dev.size:
+                return dev
+        return None
+
+    def read_memory(self, addr: int, size: int) -> bytes:
+        """Bytes as the debugger sees them (no side effects on peripherals)."""
+        dev = self.device_at(addr)
+        if dev is not None:
+            n = min(size, dev.base + dev.size - addr)
+            head = dev.debug_read(addr - dev.base, n)
+            return head + (self.read_memory(addr + n, size - n) if n < size else b"")
+        uc = self.core.uc
+        try:
+            return bytes(uc.mem_read(addr, size))
+        except UcError:
+            out = bytearray()
+            for a in range(addr, addr + size):
+                try:
+                    out += uc.mem_read(a, 1)
+                except UcError:
+                    raise UsageError(f"address 0x{a:08x} is not mapped") from None
+            return bytes(out)
+
+    def write_memory(self, addr: int, data: bytes) -> None:
+        """A debugger write: into memory (flash included), or a device that takes it."""
+        dev = self.device_at(addr)
+        if dev is not None:
+            if not dev.debug_write(addr - dev.base, bytes(data)):
+                raise UsageError(f"cannot write {len(data)} bytes at 0x{addr:08x}: {dev.name} registers are not memory")
+            return
+        try:
+            self.core.uc.mem_write(addr, bytes(data))
+        except UcError:
+            raise UsageError(f"cannot write {len(data)} bytes at 0x{addr:08x}: not mapped") from None
+        self._on_code_write(addr, len(data))  # code cached from these bytes is stale now
+
+    def instruction_text(self, addr: int) -> str:
+        """The instruction at ``addr`` as text, from as many of its bytes as are mapped."""
+        for size in (4, 2):
+            try:
+                return disassemble_one(self.read_memory(addr, size), addr)
+            except UsageError:
+                continue
+        return "(not readable)"
+
+    def read_u32(self, addr: int) -> int:
+        return int.from_bytes(self.read_memory(addr, 4), "little")

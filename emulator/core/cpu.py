@@ -1,0 +1,160 @@
+"""The CPU: a Unicorn Cortex-M0 engine, its registers, and the native hook's state.
+
+Everything else (the bus, the exception model, the run loop) reaches the engine
+through this object, so there is one place that knows Unicorn's register ids and the
+fast path around the binding's ``reg_read`` (several microseconds a call).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Protocol
+
+from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, UcError
+from unicorn import arm_const as A
+from unicorn.unicorn_py3 import unicorn as _ucmod
+
+from pkasim import native
+from pkasim.base.errors import UsageError
+
+REG_IDS = [getattr(A, f"UC_ARM_REG_R{i}") for i in range(13)] + [A.UC_ARM_REG_SP, A.UC_ARM_REG_LR, A.UC_ARM_REG_PC]
+REG_NAMES = [f"r{i}" for i in range(13)] + ["sp", "lr", "pc"]
+SPECIAL_REGS = {"xpsr": A.UC_ARM_REG_XPSR, "primask": A.UC_ARM_REG_PRIMASK, "control": A.UC_ARM_REG_CONTROL,
+                "msp": A.UC_ARM_REG_MSP, "psp": A.UC_ARM_REG_PSP, "ipsr": A.UC_ARM_REG_IPSR,
+                "apsr": A.UC_ARM_REG_APSR}
+NO_DEADLINE = (1 << 64) - 1
+
+
+class CodeStore(Protocol):
+    """What the core needs of the code cache (core/codecache.py builds it): forgetting
+    every decoded block on reset. A protocol, so the CPU does not import the cache
+    that itself drives the CPU."""
+
+    def clear(self) -> None: ...
+
+
+class Core:
+    """One ARMv6-M core: the engine, the native cycle state, and register access."""
+
+    def __init__(self) -> None:
+        self.lib = native.load()
+        self.state = native.PkState()
+        self.state_ref = ctypes.byref(self.state)
+        uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+        uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
+        self.uc = uc
+        self.uch = uc._uch
+        self._reg_read = _ucmod.uclib.uc_reg_read
+        self._reg_write = _ucmod.uclib.uc_reg_write
+        self._rbuf, self._wbuf = ctypes.c_uint32(), ctypes.c_uint32()
+        self._rbuf_ref, self._wbuf_ref = ctypes.byref(self._rbuf), ctypes.byref(self._wbuf)
+        self.sleeping = False  # the core is in WFI (or slept on exit) until an exception wakes it
+        self.fast_paths = True  # native exception entry/return, WFI, idle loops and device paths
+        self._native_hooks: list[ctypes.c_size_t] = []
+        self.obs = None  # the native observer (pkasim.core.observe.Observation) while something observes
+        self.code: CodeStore | None = None  # the native code cache (the machine builds it)
+
+    def observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
+        """An event for the observation API (emulator/core/observe.py); nothing when nothing observes."""
+        if self.obs is not None:
+            self.obs.emit(kind, self.cycles if cycle is None else cycle, a, b)
+
+    def free(self) -> None:
+        if self.state is not None:
+            self.lib.pk_free(ctypes.byref(self.state))
+
+    # ------------------------------------------------------------------ registers
+    def rd(self, regid: int) -> int:
+        """A 32-bit register, straight from the engine."""
+        self._reg_read(self.uch, regid, self._rbuf_ref)
+        return self._rbuf.value
+
+    def wr(self, regid: int, value: int) -> None:
+        self._wbuf.value = value & 0xFFFFFFFF
+        self._reg_write(self.uch, regid, self._wbuf_ref)
+
+    @staticmethod
+    def reg_id(name: str) -> int:
+        name = name.lower()
+        if name in REG_NAMES:
+            return REG_IDS[REG_NAMES.index(name)]
+        if name in SPECIAL_REGS:
+            return SPECIAL_REGS[name]
+        raise UsageError(f"no register named '{name}'")
+
+    def reg(self, name: str) -> int:
+        return self.rd(self.reg_id(name))
+
+    def set_reg(self, name: str, value: int) -> None:
+        if name.lower() == "pc":
+            self.set_pc(value)
+            self.state.cur_valid = 0
+            self.state.prev_valid = 0
+        else:
+            self.wr(self.reg_id(name), value)
+
+    def registers(self) -> dict[str, int]:
+        regs = {n: self.rd(r) for n, r in zip(REG_NAMES, REG_IDS)}
+        for extra in ("xpsr", "primask", "control", "msp", "psp"):
+            regs[extra] = self.rd(SPECIAL_REGS[extra])
+        return regs
+
+    @property
+    def pc(self) -> int:
+        return self.rd(A.UC_ARM_REG_PC) & ~1
+
+    def set_pc(self, value: int) -> None:
+        self.wr(A.UC_ARM_REG_PC, value | 1)
+
+    def primask(self) -> bool:
+        return bool(self.rd(A.UC_ARM_REG_PRIMASK) & 1)
+
+    def active_exception(self) -> int:
+        return self.rd(A.UC_ARM_REG_IPSR) & 0x3F
+
+    # ------------------------------------------------------------------ counters
+    @property
+    def cycles(self) -> int:
+        return int(self.state.cycles)
+
+    @property
+    def instructions(self) -> int:
+        return int(self.state.insns)
+
+    # ------------------------------------------------------------------ native hooks
+    def add_native_hook(self, kind: int, fn: ctypes._CFuncPtr, begin: int, end: int,
+                        user_data: ctypes.c_void_p | None = None) -> ctypes.c_size_t:
+        """Install a C function as a Unicorn hook (no Python call when it fires)."""
+        handle = ctypes.c_size_t()
+        data = user_data if user_data is not None else ctypes.cast(ctypes.byref(self.state), ctypes.c_void_p)
+        err = _ucmod.uclib.uc_hook_add(
+            self.uch, ctypes.byref(handle), kind, ctypes.cast(fn, ctypes.c_void_p),
+            data, ctypes.c_uint64(begin), ctypes.c_uint64(end),
+        )
+        if err:
+            raise UcError(err)
+        self._native_hooks.append(handle)
+        return handle
+
+    def flush_translations(self) -> None:
+        """Forget every translated block and every cached block cost (a new image)."""
+        if self.code is not None:
+            self.code.clear()
+        self.uc.ctl_flush_tb()
+
+
+class Now:
+    """The cycle count the clock reads: the committed count, plus the cycles already
+    spent in the current block while a peripheral access is being served."""
+
+    def __init__(self, state: native.PkState) -> None:
+        self.state = state
+        self.offset = 0
+
+    @property
+    def cycles(self) -> int:
+        return int(self.state.cycles) + self.offset
+
+    @cycles.setter
+    def cycles(self, value: int) -> None:
+        self.state.cycles = value - self.offset

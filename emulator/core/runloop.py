@@ -1,0 +1,690 @@
+"""The run loop: slices of ``emu_start`` between the deadlines of the one clock.
+
+Each slice runs the core until the native hook stops it (a device event is due, an
+interrupt became takeable, an access would be unaligned, the budget) or the engine
+reports something (an exception return, SVC, BKPT, a bad access, WFI). The loop fires
+due events, takes exceptions, sleeps through WFI, and turns every guest error into a
+fault for the exception model. It never raises for a guest error: a run ends with a
+``RunResult``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import time
+from collections.abc import Callable
+
+from unicorn import (
+    UC_ERR_EXCEPTION,
+    UC_ERR_FETCH_PROT,
+    UC_ERR_FETCH_UNMAPPED,
+    UC_ERR_INSN_INVALID,
+    UC_ERR_READ_PROT,
+    UC_ERR_READ_UNMAPPED,
+    UC_ERR_WRITE_PROT,
+    UC_ERR_WRITE_UNMAPPED,
+    UC_HOOK_MEM_INVALID,
+    UC_MEM_FETCH_PROT,
+    UC_MEM_FETCH_UNMAPPED,
+    UC_MEM_READ_PROT,
+    UC_MEM_READ_UNMAPPED,
+    UC_MEM_WRITE_PROT,
+    UC_MEM_WRITE_UNMAPPED,
+    Uc,
+    UcError,
+)
+from unicorn import arm_const as A
+
+from pkasim import native
+from pkasim.base.clock import Clock
+from pkasim.base.errors import PkasimError, UsageError
+from pkasim.base.kinds import Kind
+from pkasim.core.breakpoints import Breakpoints
+from pkasim.core.bus import Bus
+from pkasim.core.cpu import NO_DEADLINE, Core
+from pkasim.core.cycles import loop_can_idle
+from pkasim.core.exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
+from pkasim.core.results import RunResult, Stop, StopReason
+from pkasim.core.settle import Settler
+from pkasim.core.watchpoints import OFF, RECORD, STOP, WatchHit, Watchpoints
+from pkasim.host.semihosting import Exit, Semihosting, call_name
+from pkasim.peripherals.nvic import SVCALL, Nvic
+
+guest_log = logging.getLogger("pkasim.guest")
+
+CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
+PROGRESS_EVERY = 1 << 24  # cycles between progress callbacks on long runs
+INSN_WFI, INSN_WFE, INSN_YIELD = 0xBF30, 0xBF20, 0xBF10
+
+
+class RunLoop:
+    """Runs one core against its clock, bus and exception model."""
+
+    def __init__(self, core: Core, bus: Bus, exceptions: ExceptionModel, nvic: Nvic, clock: Clock,
+                 semihosting: Callable[[], Semihosting], describe: Callable[[int], str],
+                 reset: Callable[[], None]) -> None:
+        self.core = core
+        self.bus = bus
+        self.exc = exceptions
+        self.nvic = nvic
+        self.clock = clock
+        self.semihosting = semihosting
+        self.describe = describe
+        self.reset = reset
+        self.clock_hz = clock.hz
+        self._bps = Breakpoints(core, self._on_breakpoint)
+        self.watch = Watchpoints(core, self._on_watch)
+        self.watch_after = True  # a watchpoint stops after the accessing instruction (else before it)
+        self.last_watch: WatchHit | None = None  # the hit the last run() or step() stopped at or saw
+        self.debugger_attached = False  # BKPT halts instead of faulting
+        self._py_stop: tuple | None = None
+        self._mem_fault: tuple[str, int] | None = None
+        self._progress: Callable[[int], None] | None = None
+        self._settler = Settler(core)
+        self.settle = self._settler.settle
+        self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
+        self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
+        self.hooked: list[tuple[int, int]] = []  # [begin, end) of the Python instruction hooks (Machine.on_instructions)
+        self._counting = False  # Unicorn's instruction-count hook is installed (the last emu_start had count > 0)
+        core.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_mem_invalid)
+
+    @property
+    def sleep_cycles(self) -> int:
+        return int(self.core.state.sleep_cycles)
+
+    def _native_next(self) -> int | None:
+        at = self.core.lib.pk_native_next(self.core.state_ref)
+        return None if at == NO_DEADLINE else at
+
+    def next_event(self) -> int | None:
+        """The next device event, Python's clock or a native device's."""
+        times = [t for t in (self.clock.next_deadline(), self._native_next()) if t is not None]
+        return min(times) if times else None
+
+    def run_due(self) -> None:
+        """Fire every device event due now: native devices', then the clock's. Their
+        state may have been set from outside (a debugger, a restored snapshot): look
+        at it afresh."""
+        self.core.lib.pk_native_changed(self.core.state_ref)
+        self.core.lib.pk_native_due(self.core.state_ref)
+        self.clock.run_due()
+
+    # ------------------------------------------------------------------ running
+    def run(self, max_cycles: int | None, until: int | None,
+            progress: Callable[[int], None] | None) -> RunResult:
+        budget = self.core.cycles + max_cycles if max_cycles is not None else None
+        self._progress = progress
+        if until is not None:
+            self.forget_loop_verdicts(until)  # a loop holding 'until' must run, not be skipped
+        start_wall = time.perf_counter()
+        self.last_watch = None
+        if until is not None and self.core.pc == until:
+            first = self.step()  # already there: leave it before looking for it again
+            if first.reason != StopReason.STEP:
+                first.wall_seconds = time.perf_counter() - start_wall
+                return first
+        result = self._loop(budget, until)
+        if self.core.obs is not None:
+            self.core.obs.stop(self.core.cycles)
+        result.wall_seconds = time.perf_counter() - start_wall
+        return result
+
+    def result(self, reason: StopReason, *, exit_code: int | None = None, message: str = "",
+               lockup: Fault | None = None) -> RunResult:
+        return RunResult(reason=reason, exit_code=exit_code, cycles=self.core.cycles,
+                         instructions=self.core.instructions, sleep_cycles=self.sleep_cycles, wall_seconds=0.0,
+                         clock_hz=self.clock_hz, fault=self.exc.last_fault, lockup=lockup, message=message,
+                         watch=self.last_watch)
+
+    def _loop(self, budget: int | None, until: int | None) -> RunResult:
+        core = self.core
+        next_progress = core.cycles + PROGRESS_EVERY if self._progress else None
+        try:
+            while True:
+                self.run_due()
+                if not core.sleeping:
+                    self.exc.take_pending()
+                if budget is not None and core.cycles >= budget:
+                    raise Stop(StopReason.BUDGET, f"cycle budget of {budget:,} cycles reached")
+                if next_progress is not None and core.cycles >= next_progress:
+                    self._progress(core.cycles)
+                    next_progress = core.cycles + PROGRESS_EVERY
+                py_next = self.clock.next_deadline()
+                if core.sleeping:
+                    self._sleep_until(min(x for x in (self.next_event(), budget, next_progress, NO_DEADLINE)
+                                          if x is not None))
+                    continue
+                # Native devices' events fire inside the engine (cyclehook.c pk_native_due):
+                # they need no stop, unless the native paths are off.
+                events = py_next if core.state.native_on else self.next_event()
+                core.state.deadline = min(x for x in (events, budget, next_progress, NO_DEADLINE) if x is not None)
+                core.state.py_next = NO_DEADLINE if py_next is None else py_next
+                self._execute(until)
+                if core.obs is not None and core.obs.full():
+                    core.obs.drain()
+        except Stop as stop:
+            return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
+        except Lockup as lk:
+            self.exc.last_fault = lk.original or lk.fault
+            return self.result(StopReason.LOCKUP, message=f"lockup: {lk.fault.cause} at {lk.fault.where}",
+                               lockup=lk.fault)
+
+    def _sleep_until(self, deadline: int) -> None:
+        if self.nvic.would_wake():
+            self.core.sleeping = False
+            return
+        if self.next_event() is None:
+            raise Stop(StopReason.SLEEP_FOREVER,
+                       f"{self._sleep_cause()} with no interrupt pending and no event scheduled: "
+                       "the core would sleep forever")
+        slept = deadline - self.core.cycles
+        if slept > 0:
+            self.core.state.sleep_cycles += slept
+            self.core.observe(Kind.SLEEP, b=slept)
+            self.clock.advance_to(deadline)
+
+    def _execute(self, until: int | None) -> None:
+        """One emu_start, then handle why it returned."""
+        core = self.core
+        s = core.state
+        s.stop_reason = native.STOP_NONE
+        s.split_start = 0xFFFFFFFF  # admits the rest of a split block in this run only
+        self._py_stop = None
+        self._mem_fault = None
+        pc = core.pc
+        if until is not None:
+            core.uc.ctl_remove_cache(until, until + 2)  # 'until' is checked at translation
+        try:
+            self.emu(pc, until if until is not None else 0xFFFFFFFF)
+            while s.stop_reason in (native.STOP_ALIGN_SPLIT, native.STOP_SP_WRITE) and self._split(until):
+                self.emu(core.pc, until if until is not None else 0xFFFFFFFF)  # the rest of the block, and on
+            error = None
+        except UcError as exc:
+            error = exc
+        pc_now = core.pc
+        if error is not None:
+            self._handle_error(error, pc_now)
+            return
+        reason = s.stop_reason
+        if reason in (native.STOP_DEADLINE, native.STOP_IRQCHK):
+            return
+        if self._native_fault(reason):
+            return
+        if reason == native.STOP_LOOPCHK:
+            key = s.loop_key  # odd: a loop of several blocks, its code [start, loop_end)
+            self._loop_verdict(pc_now, s.loop_end if key & 1 else s.cur_end, until, key)
+            return
+        if reason == native.STOP_STUCK:
+            raise Stop(StopReason.STUCK, f"stuck in an endless loop at {self.describe(pc_now)} since cycle "
+                                         f"{s.loop_since:,}; no interrupt can fire")
+        if reason == native.STOP_SLEEP:  # the native WFI hook: the block is committed
+            core.set_pc(s.wfi_pc + 2)
+            if not (until is not None and s.wfi_pc + 2 == until):
+                core.sleeping = True
+            elif until is not None:
+                raise Stop(StopReason.UNTIL, f"reached {self.describe(until)}")
+            return
+        stop = self._py_stop
+        if stop is None:
+            self.settle(pc_now)
+            if self._halfword(pc_now - 2) in (INSN_WFI, INSN_WFE) and not (until is not None and pc_now == until):
+                core.sleeping = True
+                return
+            if until is not None and pc_now == until:
+                raise Stop(StopReason.UNTIL, f"reached {self.describe(until)}")
+            return
+        if stop[0] == "breakpoint":
+            self.settle(stop[1])
+            self._bps.skip = stop[1]
+            raise Stop(StopReason.BREAKPOINT, f"breakpoint at {self.describe(stop[1])}")
+        if stop[0] == "check":
+            return
+        if stop[0] == "watch":
+            self._watch_stop()
+        if stop[0] == "raise":
+            raise stop[1]
+        if stop[0] == "reset":
+            self.settle(pc_now)
+            self.reset()
+            return
+        _, intno, ipc = stop
+        self._handle_intr(intno, ipc & ~1)
+
+    def _handle_intr(self, intno: int, pc: int) -> None:
+        if intno == 8:  # exception return: PC holds EXC_RETURN with bit 0 clear
+            self.settle(pc)
+            self.exc.exception_return(pc | 1)
+            return
+        if intno == 2:  # SVC: PC is already past it
+            self.settle(pc)
+            self.nvic.set_pending(SVCALL)
+            if self.nvic.next_to_take(self.core.primask()) != SVCALL:
+                self.nvic.clear_pending(SVCALL)
+                self.exc.fault("SVC executed where SVCall cannot be taken (priority or PRIMASK)", pc - 2)
+            return
+        if intno == 7:  # BKPT: PC at the instruction
+            self.settle(pc)
+            hw = int.from_bytes(self.bus.read_memory(pc, 2), "little")
+            if hw == 0xBEAB:
+                self.core.state.cycles += 1  # BKPT: 1 cycle (table 3-1); the host call takes no modeled time
+                self.core.state.insns += 1
+                self._semihost(pc)
+                return
+            if self.debugger_attached:
+                raise Stop(StopReason.BREAKPOINT, f"BKPT #{hw & 0xFF} at {self.describe(pc)}")
+            self.exc.fault(f"BKPT #{hw & 0xFF} with no debugger attached", pc)
+            return
+        if intno in (3, 4):  # prefetch / data abort raised as a CPU exception
+            if intno == 3 and pc == CALL_RETURN and self.calling:
+                self.settle(pc)
+                raise Stop(StopReason.RETURNED, "call returned")
+            self.settle(pc)
+            cause, address = self._mem_fault or (("instruction fetch fault" if intno == 3 else "data access fault"), None)
+            if intno == 3 and self._mem_fault is None and self.bus.config.region_at(pc) is None:
+                cause, address = "instruction fetch from unmapped address", pc
+            self.exc.fault(cause if address is None else f"{cause} 0x{address:08x}", pc, address=address)
+            return
+        self.settle(pc)
+        self.exc.fault(f"unexpected CPU exception {intno}", pc)
+
+    def _semihost(self, pc: int) -> None:
+        core = self.core
+        op = core.rd(A.UC_ARM_REG_R0)
+        arg = core.rd(A.UC_ARM_REG_R1)
+        try:
+            result = self.semihosting().call(op, arg)
+        except UsageError as exc:
+            guest_log.warning("%s at %s: %s", call_name(op), self.describe(pc), exc)
+            result = -1
+        core.set_pc(pc + 2)
+        core.state.prev_valid = 0
+        if isinstance(result, Exit):
+            raise Stop(StopReason.EXIT, result.describe(), exit_code=result.code)
+        core.wr(A.UC_ARM_REG_R0, result & 0xFFFFFFFF)
+
+    def emu(self, begin: int, until: int, count: int = 0) -> None:
+        """emu_start; when the hook stopped to have the code write watch extended (the
+        block it stopped before has not executed), extend it and go on.
+
+        Starting the engine sets the Thumb bit: a core that left Thumb state (a BX to
+        an even address) and was stopped before its next instruction gets the fault
+        Unicorn would have raised there instead of a silent restart.
+
+        ``count`` stops after that many instructions through a code hook Unicorn adds
+        on the first counting start and drops (flushing every block) on the next start
+        without a count. Blocks translated before the hook was added do not call it
+        (unicorn issue #2200): a step after a run would execute a cached block, or a
+        whole loop of them, to its end. So the first counting start after a run
+        flushes the translated blocks (not the code cache: costs do not change); the
+        steps that follow translate with the hook, and the next run costs one flush
+        either way (Unicorn's own)."""
+        core = self.core
+        s = core.state
+        while True:
+            if not core.rd(A.UC_ARM_REG_XPSR) & (1 << 24):
+                raise UcError(UC_ERR_INSN_INVALID)
+            if count and not self._counting:
+                core.uc.ctl_flush_tb()
+            self._counting = count > 0
+            core.uc.emu_start(begin | 1, until, count=count)
+            if s.stop_reason != native.STOP_WATCH:
+                return
+            core.code.watch(s.watch_region)
+            s.stop_reason = native.STOP_NONE
+            begin = core.pc
+
+    def _native_fault(self, reason: int) -> bool:
+        """Handle a stop the native hook made before a block because of a fault it
+        found there, or an error of its own; False if ``reason`` is none of those."""
+        s = self.core.state
+        if reason == native.STOP_ALIGN:
+            self._fault_at(s.align_pc, f"unaligned access to 0x{s.align_addr:08x} "
+                           "(ARMv6-M requires natural alignment)", address=s.align_addr)
+            return True
+        if reason == native.STOP_UNDEF:
+            pc = s.undef_pc
+            self._fault_at(pc, f"undefined instruction ({self.bus.instruction_text(pc)}): "
+                           "not an ARMv6-M instruction")
+            return True
+        if reason == native.STOP_NATIVE_ERROR:
+            what = "the code cache ran out of memory" if s.native_error == native.PK_NOMEM else \
+                f"the code at {self.describe(self.core.pc)} could not be read"
+            raise PkasimError(f"cannot go on: {what}")
+        return False
+
+    def _split(self, until: int | None) -> bool:
+        """The hook stopped before a block whose check needs the block to reach an
+        instruction first (docs/cycle-model.md, "Alignment"): an access whose address
+        is known only there (STOP_ALIGN_SPLIT), or an instruction that sets SP from a
+        register (STOP_SP_WRITE: the core keeps SP bits [1:0] zero). Run the block up
+        to that access, or through that instruction and clear SP bits [1:0]; True when
+        it got there and the rest of the block may run as part of the same block (no
+        event or exception in between, as for the block whole). False when the run
+        stopped before for another reason (left in the state for the caller)."""
+        core = self.core
+        s = core.state
+        start = core.pc
+        target = s.align_pc if s.stop_reason == native.STOP_ALIGN_SPLIT else s.align_addr
+        sp_write = s.stop_reason == native.STOP_SP_WRITE
+        if target <= start:
+            raise PkasimError(f"internal error: alignment split of the block at 0x{start:08x} at 0x{target:08x}")
+        stop_at = until if until is not None and start < until <= target else target
+        s.stop_reason = native.STOP_NONE
+        s.align_skip_start = start
+        core.uc.ctl_remove_cache(stop_at, stop_at + 2)  # Unicorn checks 'until' when it translates
+        try:
+            self.emu(start, stop_at)
+        finally:
+            s.align_skip_start = 0xFFFFFFFF
+            core.uc.ctl_remove_cache(start, stop_at + 2)  # no block translated to end there stays
+        if core.pc != stop_at or s.stop_reason != native.STOP_NONE or self._py_stop is not None:
+            return False
+        if sp_write and stop_at == target:
+            for rid in (A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP):
+                core.wr(rid, core.rd(rid) & ~3)
+        if stop_at != target:
+            return False  # the run's 'until': the caller reports it
+        self.settle(target)
+        s.split_start = target
+        return True
+
+    def _fault_at(self, fault_pc: int, cause: str, *, address: int | None = None) -> None:
+        """Run the block up to the faulting instruction, then fault there: cycles and
+        registers are those of the instructions before it, as on the core."""
+        core = self.core
+        s = core.state
+        block_start = core.pc
+        s.align_skip_start = block_start
+        s.deadline = NO_DEADLINE
+        s.stop_reason = native.STOP_NONE
+        try:
+            if fault_pc != block_start:
+                # Unicorn checks 'until' when it translates: drop the cached block first.
+                core.uc.ctl_remove_cache(fault_pc, fault_pc + 2)
+                self.emu(block_start, fault_pc)
+        except UcError as exc:
+            self._handle_error(exc, core.pc)
+            return
+        s.align_skip_start = 0xFFFFFFFF
+        self.settle(fault_pc)
+        core.set_pc(fault_pc)
+        self.exc.fault(cause, fault_pc, address=address)
+
+    def _sleep_cause(self) -> str:
+        """What put the core to sleep, for the report: the WFI or WFE just executed,
+        or else an exception return with SCR.SLEEPONEXIT set (the thread code it would
+        return to has not run)."""
+        pc = self.core.pc
+        hint = self._halfword(pc - 2)
+        if hint in (INSN_WFI, INSN_WFE):
+            return f"{'WFI' if hint == INSN_WFI else 'WFE'} at {self.describe(pc - 2)}"
+        return f"sleep-on-exit (SCR.SLEEPONEXIT) before returning to {self.describe(pc)}"
+
+    def _halfword(self, addr: int) -> int | None:
+        """The halfword at ``addr`` if it is memory, else None."""
+        region = self.bus.config.region_at(addr)
+        if region is None or not region.contains(addr, 2):
+            return None
+        return int.from_bytes(self.core.uc.mem_read(addr, 2), "little")
+
+    def _handle_error(self, error: UcError, pc: int) -> None:
+        code = error.errno
+        if code == UC_ERR_FETCH_UNMAPPED and pc == CALL_RETURN and self.calling:
+            self.settle(pc)
+            raise Stop(StopReason.RETURNED, "call returned")
+        if code == UC_ERR_INSN_INVALID:
+            core, s = self.core, self.core.state
+            hint = self._halfword(pc - 2)
+            if s.cur_valid and pc == s.cur_end and pc - 2 >= s.cur_start and hint in (INSN_YIELD, INSN_WFE):
+                # Unicorn stops after YIELD and WFE as if they were undefined; on the
+                # core YIELD is a NOP and WFE waits like WFI (docs/cycle-model.md).
+                self.settle(pc)
+                core.sleeping = hint == INSN_WFE
+                return
+            self.settle(pc)
+            xpsr = core.rd(A.UC_ARM_REG_XPSR)
+            if not xpsr & (1 << 24):
+                # A BX/BLX/POP to an even address: the next instruction faults (INVSTATE).
+                core.wr(A.UC_ARM_REG_XPSR, xpsr | 1 << 24)
+                self.exc.fault(f"branch to 0x{pc:08x} without the Thumb bit (INVSTATE)", pc)
+                return
+            self.exc.fault(f"undefined instruction ({self.bus.instruction_text(pc)})", pc)
+            return
+        mem = self._mem_fault
+        if code in (UC_ERR_READ_UNMAPPED, UC_ERR_WRITE_UNMAPPED, UC_ERR_FETCH_UNMAPPED,
+                    UC_ERR_READ_PROT, UC_ERR_WRITE_PROT, UC_ERR_FETCH_PROT):
+            cause, address = mem if mem else (str(error), None)
+            self.settle(pc)
+            if address is not None:
+                cause = f"{cause} 0x{address:08x}"
+            self.exc.fault(cause, pc, address=address)
+            return
+        if code == UC_ERR_EXCEPTION:
+            self.settle(pc)
+            self.exc.fault("unhandled CPU exception", pc)
+            return
+        self.settle(pc)
+        self.exc.fault(f"emulation error: {error}", pc)
+
+    # ------------------------------------------------------------------ stepping
+    def step(self) -> RunResult:
+        """Execute exactly one instruction (taking a pending exception counts as one step)."""
+        core = self.core
+        core.state.native_on = 0  # one instruction, every event through Python
+        self.last_watch = None
+        self.watch.mode = RECORD  # a step never stops halfway: a watched access is noted
+        try:
+            result = self._step()
+        finally:
+            self.watch.mode = STOP
+            core.state.native_on = int(core.fast_paths)
+            if core.obs is not None:
+                core.obs.stop(core.cycles)
+        hit = self.watch.take()
+        if hit is not None:
+            hit.undo = None
+            hit.new = bytes(core.uc.mem_read(hit.watchpoint.address, hit.watchpoint.size))
+            result.watch = self.last_watch = hit
+        return result
+
+    def _step(self) -> RunResult:
+        try:
+            self.run_due()
+            self._sleep_step()
+            if self.exc.take_pending():
+                return self.result(StopReason.STEP, message="exception entry")
+            self._one()
+            return self.result(StopReason.STEP)
+        except Stop as stop:
+            return self.result(stop.reason, exit_code=stop.exit_code, message=stop.message)
+        except Lockup as lk:
+            return self.result(StopReason.LOCKUP, message=f"lockup: {lk.fault.cause}", lockup=lk.fault)
+
+    def _one(self) -> None:
+        """Execute the instruction at PC (no event fires and no exception is taken
+        before it: the caller has done that, or is inside a block)."""
+        core = self.core
+        s = core.state
+        s.deadline = NO_DEADLINE
+        s.stop_reason = native.STOP_NONE
+        s.split_start = 0xFFFFFFFF
+        self._py_stop = None
+        self._mem_fault = None
+        pc = core.pc
+        self._bps.skip = pc
+        try:
+            self.emu(pc, 0xFFFFFFFF, count=1)
+            checked = (native.STOP_ALIGN, native.STOP_UNDEF, native.STOP_ALIGN_SPLIT, native.STOP_SP_WRITE)
+            if s.stop_reason in checked and \
+                    (s.undef_pc if s.stop_reason == native.STOP_UNDEF else s.align_pc) != pc or \
+                    s.stop_reason == native.STOP_SP_WRITE:
+                # The check is for a later instruction of the block: this one runs. An
+                # instruction that sets SP runs, then SP bits [1:0] are cleared.
+                sp_write = s.stop_reason == native.STOP_SP_WRITE and s.align_pc == pc
+                s.stop_reason = native.STOP_NONE
+                s.align_skip_start = pc
+                self.emu(pc, 0xFFFFFFFF, count=1)
+                s.align_skip_start = 0xFFFFFFFF
+                if sp_write:
+                    for rid in (A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP):
+                        core.wr(rid, core.rd(rid) & ~3)
+            error = None
+        except UcError as exc:
+            error = exc
+        self._bps.skip = None
+        if error is not None:
+            self._handle_error(error, core.pc)
+        elif self._native_fault(s.stop_reason):
+            pass
+        elif self._py_stop is not None and self._py_stop[0] == "intr":
+            self._handle_intr(self._py_stop[1], self._py_stop[2] & ~1)
+        else:
+            self.settle(core.pc)
+            if core.pc == pc + 2 and self._halfword(pc) == INSN_WFI:
+                core.sleeping = True  # as in a run: the next step sleeps until an interrupt wakes the core
+
+    def _sleep_step(self) -> None:
+        """A step of a sleeping core sleeps until an interrupt wakes it, as a run
+        does (the wake-up and the exception entry or next instruction are one step),
+        so stepping and running reach the same cycle counts."""
+        core = self.core
+        while core.sleeping:
+            at = self.next_event()
+            self._sleep_until(at if at is not None else NO_DEADLINE)
+            self.run_due()
+
+    # ------------------------------------------------------------------ breakpoints
+    @property
+    def breakpoints(self) -> set[int]:
+        return self._bps.addresses
+
+    def add_breakpoint(self, addr: int) -> None:
+        self._bps.add(addr)
+
+    def remove_breakpoint(self, addr: int) -> None:
+        self._bps.remove(addr)
+
+    # ------------------------------------------------------------------ watchpoints
+    def _on_watch(self) -> None:
+        self._py_stop = ("watch",)
+        self.core.uc.emu_stop()
+
+    def _watch_stop(self) -> None:
+        """The engine stopped right after the first watched access of the instruction
+        at PC (emulator/core/watchpoints.py): put the state back to just before that
+        instruction, then stop there or after executing it alone."""
+        core = self.core
+        hit = self.watch.take()
+        self.settle(hit.pc)
+        core.set_pc(hit.pc)
+        if hit.undo is not None:
+            core.uc.mem_write(*hit.undo)  # memory (never a device): the store is taken back
+            hit.undo = None
+        if self.watch_after:
+            self.watch.mode = OFF
+            core.state.native_on = 0
+            try:
+                self._one()
+            finally:
+                self.watch.mode = STOP
+                core.state.native_on = int(core.fast_paths)
+            hit.new = bytes(core.uc.mem_read(hit.watchpoint.address, hit.watchpoint.size))
+        else:
+            self.watch.skip = (hit.pc, core.instructions)  # resuming runs this instruction once
+        self.last_watch = hit
+        raise Stop(StopReason.WATCHPOINT, hit.describe(self.describe))
+
+    def _on_breakpoint(self, address: int) -> None:
+        self._py_stop = ("breakpoint", address)
+        self.core.uc.emu_stop()
+
+    # ------------------------------------------------------------------ hooks (Python, rare)
+    def on_interrupt(self, intno: int) -> None:
+        """UC_HOOK_INTR cases the native hook (excmodel.c) hands to Python."""
+        core = self.core
+        uc = core.uc
+        pc = core.rd(A.UC_ARM_REG_PC)
+        if intno == 8 and (pc | 1) in EXC_RETURNS and core.active_exception() != 0:
+            # The common case, served without stopping the run: unstack and go on,
+            # unless the return makes another exception takeable (tail-chaining).
+            try:
+                self.settle(pc & ~1)
+                self.exc.exception_return(pc | 1)
+            except (Stop, Lockup) as exc:  # a fault while unstacking: let the loop report it
+                self._py_stop = ("raise", exc)
+                uc.emu_stop()
+                return
+            if core.sleeping or self.nvic.next_to_take(core.primask()) is not None:
+                self._py_stop = ("check",)
+                uc.emu_stop()
+            return
+        self._py_stop = ("intr", intno, pc)
+        uc.emu_stop()
+
+    def _on_mem_invalid(self, uc: Uc, access: int, address: int, size: int, value: int, _: object) -> bool:
+        kinds = {
+            UC_MEM_READ_UNMAPPED: "read of unmapped address",
+            UC_MEM_WRITE_UNMAPPED: "write to unmapped address",
+            UC_MEM_FETCH_UNMAPPED: "instruction fetch from unmapped address",
+            UC_MEM_WRITE_PROT: "write to read-only memory",
+            UC_MEM_READ_PROT: "read of protected memory",
+            UC_MEM_FETCH_PROT: "instruction fetch from execute-never memory",
+        }
+        self._mem_fault = (kinds.get(access, "bad memory access"), address)
+        return False
+
+    def request_check(self) -> None:
+        """The NVIC's state changed: if an exception is now takeable, take it at the
+        next block boundary (natively; while stepping, by stopping there)."""
+        s = self.core.state
+        if s.native_on:
+            s.irq_check = 1
+        elif self.nvic.next_to_take(self.core.primask()) is not None:
+            s.deadline = 0
+
+    def on_schedule(self, at: int) -> None:
+        """A device scheduled an event: make sure the run stops for it."""
+        s = self.core.state
+        if at < s.deadline:
+            s.deadline = at
+        if at < s.py_next:
+            s.py_next = at
+
+    def _loop_verdict(self, start: int, end: int, until: int | None, key: int) -> None:
+        """May the loop whose code is [start, end) be fast-forwarded (idle.c)? Once per
+        loop: only loads, arithmetic, compares and branches, nothing a debugger
+        watches (a breakpoint, a read watchpoint, or an instruction hook, which must see
+        every instruction: time travel's replays stop on one). The answer goes to the
+        native table under ``key`` (start for a loop of one block, start | 1 for
+        several) and ``end``; the run goes on at ``start``."""
+        s = self.core.state
+        ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
+            and not self.watch.watches_reads and not any(lo < end and start < hi for lo, hi in self.hooked)
+        if ok:
+            try:
+                ok = loop_can_idle(self.bus.read_memory(start, end - start), start)
+            except UsageError:
+                ok = False
+        i = (key >> 1) & (native.VERDICTS - 1)
+        s.verdict_addr[i] = key
+        s.verdict_end[i] = end
+        s.verdict[i] = 1 if ok else 2
+        if len(self._loops) < native.VERDICTS:
+            self._loops[(key, end)] = start
+
+    def forget_loop_verdicts(self, until: int | None = None) -> None:
+        """Code, breakpoints or the run's 'until' changed: decide every loop again.
+        The loops seen so far are decided now, from their code as it is now (the
+        decision on the code itself is remembered, cycles.loop_can_idle), so the run
+        need not stop at each of them to ask again."""
+        s = self.core.state
+        ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
+        ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
+        s.loop_start = 0xFFFFFFFF
+        for (key, end), start in list(self._loops.items()):
+            self._loop_verdict(start, end, until, key)
+
+    def on_reset_request(self) -> None:
+        self._py_stop = ("reset",)
+        self.core.uc.emu_stop()

@@ -1,0 +1,262 @@
+"""Watchpoints: stop a run at the instruction that reads or writes a memory range.
+
+Each watchpoint is a Unicorn memory hook restricted to its range (widened
+``REACH`` bytes downwards, see below), so a run pays no Python call for any access
+outside it and none per instruction. When an access falls in the range, the hook
+asks the engine to stop; Unicorn (2.1, measured) then leaves the block right after
+that one memory access, with PC still at the accessing instruction: a load has not
+written its register yet, a store has written its bytes. The run loop puts the
+state back to exactly "before the instruction" (the one store undone, the block's
+cycles settled up to the instruction) and then either stops there (``before``) or
+executes that instruction alone and stops after it (``after``, the default): PC at
+the next instruction, the cycle count the run would have had there.
+
+An LDM/STM/PUSH/POP makes several accesses, and only the first may be the one the
+engine stops after, or registers and memory would be half updated. So the hook
+decides at an instruction's first access whether any of its accesses meets a
+watched range (the span is computed from the instruction and its registers, which
+are untouched at that point); that first access lies at most ``REACH`` bytes below
+the range, hence the widening. Later accesses of the same instruction are ignored.
+
+What is not watched: the core's own stacking and unstacking on exception entry and
+return, and device registers (a device access cannot be taken back, so ranges
+must lie in memory; the machine refuses others).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, Uc
+from unicorn import arm_const as A
+
+from pkasim.base.errors import UsageError
+from pkasim.core.cpu import REG_IDS, Core
+
+KINDS = ("write", "read", "access")
+REACH = 36  # bytes: the longest multiple access (PUSH {r0-r7, lr}) starts this far below its last byte
+
+# Modes of the hook: stop the engine at a hit, only note it (stepping), or ignore all.
+STOP, RECORD, OFF = "stop", "record", "off"
+
+
+@dataclass(frozen=True)
+class Watchpoint:
+    """A watched range [address, address + size) and the accesses that trigger it."""
+
+    address: int
+    size: int
+    kind: str  # write, read or access (either)
+
+    @property
+    def end(self) -> int:
+        return self.address + self.size
+
+    def triggers(self, write: bool) -> bool:
+        return self.kind == "access" or self.kind == ("write" if write else "read")
+
+
+@dataclass
+class WatchHit:
+    """One triggering access: the instruction at ``pc`` read or wrote ``address`` (the
+    first byte of the watched range it touched). ``old`` is the range before the
+    instruction; ``new`` after it (None while stopped before it)."""
+
+    watchpoint: Watchpoint
+    pc: int
+    address: int
+    write: bool
+    old: bytes
+    new: bytes | None = None
+    undo: tuple[int, bytes] | None = field(default=None, repr=False)  # the one store to take back
+
+    @property
+    def access(self) -> str:
+        return "write" if self.write else "read"
+
+    def describe(self, where: Callable[[int], str]) -> str:
+        w = self.watchpoint
+        text = (f"{w.kind} watchpoint on 0x{w.address:08x} ({w.size} bytes): {self.access} of "
+                f"0x{self.address:08x} by the instruction at {where(self.pc)}")
+        if self.new is not None and self.new != self.old:
+            text += f"; old 0x{self.old[::-1].hex()}, new 0x{self.new[::-1].hex()}"
+        return text
+
+
+def data_access(hw: int, pc: int, reg: Callable[[int], int]) -> tuple[int, int, bool] | None:
+    """The memory a Thumb (ARMv6-M) instruction accesses, from the registers it reads:
+    (first address, bytes, write), or None if it makes no data access. ``reg(n)``
+    reads register n (13 = SP)."""
+    top = hw >> 11
+    rt_n = (hw >> 3) & 7
+    if top in (0b01100, 0b01101):  # STR/LDR Rt, [Rn, #imm5*4]
+        return (reg(rt_n) + ((hw >> 6) & 31) * 4) & 0xFFFFFFFF, 4, top == 0b01100
+    if top in (0b01110, 0b01111):  # STRB/LDRB Rt, [Rn, #imm5]
+        return (reg(rt_n) + ((hw >> 6) & 31)) & 0xFFFFFFFF, 1, top == 0b01110
+    if top in (0b10000, 0b10001):  # STRH/LDRH Rt, [Rn, #imm5*2]
+        return (reg(rt_n) + ((hw >> 6) & 31) * 2) & 0xFFFFFFFF, 2, top == 0b10000
+    if top in (0b10010, 0b10011):  # STR/LDR Rt, [SP, #imm8*4]
+        return (reg(13) + (hw & 0xFF) * 4) & 0xFFFFFFFF, 4, top == 0b10010
+    if top == 0b01001:  # LDR Rt, [PC, #imm8*4] (literal)
+        return ((pc + 4) & ~3) + (hw & 0xFF) * 4, 4, False
+    if hw >> 12 == 0b0101:  # register offset: STR STRH STRB LDRSB LDR LDRH LDRB LDRSH
+        op = (hw >> 9) & 7
+        addr = (reg(rt_n) + reg((hw >> 6) & 7)) & 0xFFFFFFFF
+        return addr, (4, 2, 1, 1, 4, 2, 1, 2)[op], op < 3
+    n = None
+    if hw & 0xFE00 == 0xB400:  # PUSH
+        n = bin(hw & 0x1FF).count("1")
+        return (reg(13) - 4 * n) & 0xFFFFFFFF, 4 * n, True
+    if hw & 0xFE00 == 0xBC00:  # POP
+        return reg(13), 4 * bin(hw & 0x1FF).count("1"), False
+    if hw & 0xF000 == 0xC000:  # STM/LDM
+        return reg((hw >> 8) & 7), 4 * bin(hw & 0xFF).count("1"), bool(not hw & 0x0800)
+    return None
+
+
+def instruction_size(hw: int) -> int:
+    return 4 if hw >> 11 in (0b11101, 0b11110, 0b11111) else 2
+
+
+def access_span(halfword: int, pc_regs: Callable[[int], int], address: int, size: int) -> tuple[int, int] | None:
+    """The bytes [start, end) every access of the instruction touches, if ``address``
+    is its first access; None for a later access of an LDM/STM/PUSH/POP.
+
+    ``pc_regs(n)`` reads register n (13 = SP) as it is before the instruction."""
+    hw = halfword
+    if hw & 0xFE00 == 0xB400:  # PUSH {list[, lr]}: stores from SP - 4n upwards
+        n = bin(hw & 0x1FF).count("1")
+        start = (pc_regs(13) - 4 * n) & 0xFFFFFFFF
+    elif hw & 0xFE00 == 0xBC00:  # POP {list[, pc]}
+        n = bin(hw & 0x1FF).count("1")
+        start = pc_regs(13)
+    elif hw & 0xF000 == 0xC000:  # STM/LDM Rn!, {list}
+        n = bin(hw & 0xFF).count("1")
+        start = pc_regs((hw >> 8) & 7)
+    else:
+        return address, address + size
+    if address != start:
+        return None
+    return start, start + 4 * n
+
+
+class Watchpoints:
+    """The watchpoints of one core and their hooks; ``on_hit`` stops the engine."""
+
+    def __init__(self, core: Core, on_hit: Callable[[], None]) -> None:
+        self.core = core
+        self.on_hit = on_hit
+        self.mode = STOP
+        self.hit: WatchHit | None = None
+        # Resuming from a stop before an instruction: (its address, the instruction
+        # count there); its accesses pass while the count has not moved on.
+        self.skip: tuple[int, int] | None = None
+        self._hooks: dict[Watchpoint, list[object]] = {}
+
+    @property
+    def all(self) -> list[Watchpoint]:
+        return list(self._hooks)
+
+    @property
+    def watches_reads(self) -> bool:
+        """Some watchpoint triggers on reads (idle loops must then really execute)."""
+        return any(w.kind != "write" for w in self._hooks)
+
+    def add(self, address: int, size: int, kind: str) -> Watchpoint:
+        if kind not in KINDS:
+            raise UsageError(f"watchpoint kind '{kind}': expected one of {', '.join(KINDS)}")
+        if size <= 0 or address < 0 or address + size > 1 << 32:
+            raise UsageError(f"watchpoint range 0x{address:x} + {size} is not a range of the 32-bit address space")
+        w = Watchpoint(address, size, kind)
+        self.skip = None  # watchpoints changed (gdb re-inserts them at every resume): no pass
+        if w in self._hooks:
+            return w
+        uc = self.core.uc
+        lo = max(0, address - REACH)
+        hooks = []
+        if kind != "read":
+            hooks.append(uc.hook_add(UC_HOOK_MEM_WRITE, self._hook, begin=lo, end=w.end - 1))
+        if kind != "write":
+            hooks.append(uc.hook_add(UC_HOOK_MEM_READ, self._hook, begin=lo, end=w.end - 1))
+        self._hooks[w] = hooks
+        uc.ctl_flush_tb()  # code translated before the hook would neither stop nor sync PC for it
+        return w
+
+    def remove(self, address: int, size: int, kind: str) -> bool:
+        """Remove the watchpoint with exactly that range and kind; False if there is none."""
+        self.skip = None
+        hooks = self._hooks.pop(Watchpoint(address, size, kind), None)
+        if hooks is None:
+            return False
+        for h in hooks:
+            self.core.uc.hook_del(h)
+        self.core.uc.ctl_flush_tb()
+        return True
+
+    def take(self) -> WatchHit | None:
+        hit, self.hit = self.hit, None
+        return hit
+
+    def _accessing_instruction(self, uc: Uc, address: int, write: bool) -> tuple[int, int]:
+        """The instruction making this access, and its first halfword.
+
+        Unicorn's PC inside a memory hook is exact only where it was last written
+        (measured: often the start of the translated block), so the instruction is
+        found in the block the native hook recorded (``cur_start``..``cur_end``), from
+        that PC on: the first load or store whose address, from the registers as they
+        are now, covers ``address``. The accessing instruction has not written its
+        registers back yet, so its address is computed right; one before it that
+        computed the same address with unchanged registers would have made this
+        access first."""
+        core = self.core
+        s = core.state
+        pc = core.pc
+        if not s.cur_valid or not s.cur_start <= pc < s.cur_end:
+            return pc, self._halfword(uc, pc)
+        try:
+            code = bytes(uc.mem_read(pc, s.cur_end - pc + 2))
+        except Exception:  # noqa: BLE001 - unreadable code: judge the access at PC alone
+            return pc, self._halfword(uc, pc)
+
+        def reg(n: int) -> int:
+            return core.rd(A.UC_ARM_REG_SP if n == 13 else REG_IDS[n])
+
+        at = pc
+        while at < s.cur_end:
+            hw = int.from_bytes(code[at - pc:at - pc + 2], "little")
+            acc = data_access(hw, at, reg)
+            if acc is not None and acc[2] == write and acc[0] <= address < acc[0] + acc[1]:
+                return at, hw
+            at += instruction_size(hw)
+        return pc, self._halfword(uc, pc)
+
+    @staticmethod
+    def _halfword(uc: Uc, addr: int) -> int:
+        try:
+            return int.from_bytes(uc.mem_read(addr, 2), "little")
+        except Exception:  # noqa: BLE001 - code the debugger cannot read: judge the access alone
+            return 0
+
+    def _hook(self, uc: Uc, access: int, address: int, size: int, value: int, _: object) -> None:
+        if self.mode == OFF or self.hit is not None:
+            return
+        core = self.core
+        write = access == UC_MEM_WRITE
+        pc, hw = self._accessing_instruction(uc, address, write)
+        if self.skip is not None:
+            if self.skip == (pc, core.instructions):
+                return
+            self.skip = None
+        span = access_span(hw, lambda n: core.rd(A.UC_ARM_REG_SP if n == 13 else REG_IDS[n]), address, size)
+        if span is None:
+            return
+        lo, hi = span
+        for w in self._hooks:
+            if w.triggers(write) and lo < w.end and w.address < hi:
+                old = bytes(uc.mem_read(w.address, w.size))  # the hook runs before the access
+                undo = (address, bytes(uc.mem_read(address, size))) if write else None
+                self.hit = WatchHit(w, pc, max(lo, w.address), write, old, undo=undo)
+                if self.mode == STOP:
+                    self.on_hit()
+                return

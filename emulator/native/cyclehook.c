@@ -1,0 +1,214 @@
+/*
+ * pkasim cycle hook: the per-block work of the cycle model, in native code.
+ *
+ * Unicorn calls pk_block_hook() at the start of every translated block it is about
+ * to execute. The hook
+ *   1. commits the previous block's cycles, taking 2 cycles back when that block
+ *      ended in a conditional branch that was not taken (the next block starts at
+ *      its fall-through address; DDI0432C table 3-1: B<cond> 3 taken, 1 not taken);
+ *   2. stops the run when the committed cycle count has reached the deadline (the
+ *      next peripheral event, an interrupt check, or the cycle budget), before the
+ *      new block executes;
+ *   3. looks the new block up in the code cache (codecache.c: cost, instruction
+ *      count, kind of its last instruction, the alignment checks it needs, its first
+ *      instruction outside ARMv6-M), which decodes it natively from guest memory
+ *      (thumb.c) the first time, wherever it is: flash, SRAM, any executable region;
+ *   4. evaluates the block's alignment checks against the registers at block entry
+ *      (or runs its alignment program, align.c, when the block computes or loads an
+ *      address itself) and stops before the block when one of its word or halfword
+ *      accesses would be unaligned (ARMv6-M faults on those; Unicorn does not), when
+ *      an address can only be known mid-block or the block sets SP from a register
+ *      (the machine then runs the block in two parts), or when the block holds an
+ *      instruction ARMv6-M does not have (UNDEFINED; Unicorn executes some).
+ *
+ * The rules are in docs/cycle-model.md. This file knows nothing
+ * of RSA, peripherals or Python; it is loaded with ctypes (no Python C API).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pkstate.h"
+
+/* ARM condition codes against NZCV (ARMv6-M ARM A6.3.1). */
+static int cond_holds(uint32_t cond, uint32_t apsr) {
+    uint32_t n = apsr >> 31 & 1, z = apsr >> 30 & 1, c = apsr >> 29 & 1, v = apsr >> 28 & 1;
+    switch (cond) {
+    case 0: return z;
+    case 1: return !z;
+    case 2: return c;
+    case 3: return !c;
+    case 4: return n;
+    case 5: return !n;
+    case 6: return v;
+    case 7: return !v;
+    case 8: return c && !z;
+    case 9: return !c || z;
+    case 10: return n == v;
+    case 11: return n != v;
+    case 12: return !z && n == v;
+    case 13: return z || n != v;
+    default: return 1;
+    }
+}
+
+/* Run a block's alignment program (align.c); 1 if it stopped the run before the block. */
+static int align_program(pk_state *s, void *uc, const pk_block *blk) {
+    static const uint32_t stop[4] = {STOP_NONE, STOP_ALIGN, STOP_ALIGN_SPLIT, STOP_SP_WRITE};
+    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr, s->id_msp, s->id_psp};
+    uint32_t pc = 0, addr = 0;
+    int found = pk_align_run(pk_code_program(s->code, blk), blk->check_n, pk_code_memory(s->code), &regs, &pc, &addr);
+    if (found == PK_ALIGN_OK) return 0;
+    s->stop_reason = stop[found];
+    s->align_pc = pc;
+    s->align_addr = addr;
+    s->emu_stop(uc);
+    return 1;
+}
+
+void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
+    uint32_t a = (uint32_t)address;
+
+    if (s->cur_valid) {
+        uint32_t c = s->cur_cost, done_start = s->cur_start;
+        if ((s->cur_flags & PK_F_COND) && a == s->cur_end) {
+            /* Fall-through address: not taken, unless the branch targets that very
+             * address, in which case the flags (unchanged since) decide. */
+            int taken = 0;
+            if (s->cur_flags & PK_F_CONDNEXT) {
+                uint32_t apsr = 0;
+                s->reg_read(uc, s->apsr_regid, &apsr);
+                taken = cond_holds((s->cur_flags >> 4) & 0xF, apsr);
+            }
+            if (!taken) c -= s->cond_penalty;
+        }
+        s->cycles += c;
+        s->insns += s->cur_insns;
+        s->blocks += 1;
+        s->prev_valid = 1;
+        s->prev_end = s->cur_end;
+        s->prev_flags = s->cur_flags;
+        s->cur_valid = 0;
+        if (s->cur_flags & PK_F_IRQCHK) {
+            if (!s->native_on) {
+                s->stop_reason = STOP_IRQCHK;
+                s->emu_stop(uc);
+                return;
+            }
+            s->irq_check = 1;
+        }
+        if (!s->native_on) {
+            s->loop_start = 0xFFFFFFFFu;
+        } else if (a == done_start) {
+            if (pk_idle_loop(s, a, s->cur_end, c, s->cur_insns)) return;
+        } else if (a < done_start || s->loop_end) {
+            /* A branch back, or within a loop of several blocks being followed. */
+            if (pk_idle_track(s, done_start, s->cur_end, a, c, s->cur_insns)) return;
+        } else {
+            s->loop_start = 0xFFFFFFFFu;
+        }
+    }
+    if (s->split_start == a) {
+        /* The rest of a block split by the alignment checks: it was admitted whole. */
+        s->split_start = 0xFFFFFFFFu;
+        goto admitted;
+    }
+    if (s->native_on && s->cycles >= s->native_min) pk_native_due(s);
+    if (s->cycles >= s->deadline) {
+        s->stop_reason = STOP_DEADLINE;
+        s->emu_stop(uc);
+        return;
+    }
+    if (s->irq_check && s->native_on) {
+        /* An exception may have become takeable: take it before this block runs
+         * (ARMv6-M B1.5.4), as the run loop would after a stop here. */
+        uint32_t primask = 0;
+        int exc;
+        s->irq_check = 0;
+        s->reg_read(uc, s->id_primask, &primask);
+        exc = pk_next_to_take(s->nvic, (int)(primask & 1));
+        if (exc >= 0) {
+            if (pk_take(s, exc, a) == 0) return; /* PC now at the vector: this block does not run */
+            s->stop_reason = STOP_IRQCHK;         /* the run loop takes it (and reports the fault) */
+            s->emu_stop(uc);
+            return;
+        }
+    }
+
+admitted:;
+    /* The block's totals: cached, or decoded from guest memory now (codecache.c). */
+    pk_block scratch;
+    int err, watch;
+    const pk_block *blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
+    if (!blk) {
+        s->stop_reason = STOP_NATIVE_ERROR;
+        s->native_error = (uint32_t)err;
+        s->emu_stop(uc);
+        return;
+    }
+    if (watch >= 0) {
+        /* Code now runs from writable memory the write watch does not cover yet:
+         * stop before the block so the machine can extend the watch. */
+        s->stop_reason = STOP_WATCH;
+        s->watch_region = (uint32_t)watch;
+        s->emu_stop(uc);
+        return;
+    }
+    if (s->align_skip_start != a) {
+        if (blk->program) {
+            if (align_program(s, uc, blk)) return;
+        } else if (blk->check_n) {
+            uint32_t regs[16], have = 0;
+            const pk_check *c = pk_code_checks(s->code, blk);
+            for (uint32_t i = 0; i < blk->check_n; i++, c++) {
+                uint32_t addr = (uint32_t)c->off;
+                if (c->a >= 0) addr += pk_reg_cached(s, c->a, regs, &have);
+                if (c->b >= 0) addr += pk_reg_cached(s, c->b, regs, &have);
+                if (addr & c->mask) {
+                    s->stop_reason = STOP_ALIGN;
+                    s->align_pc = c->pc;
+                    s->align_addr = addr;
+                    s->emu_stop(uc);
+                    return;
+                }
+            }
+        }
+        if (blk->undef_off != PK_NONE) {
+            /* An instruction outside ARMv6-M: stop before the block; the machine runs
+             * the instructions before it, then takes the fault there. */
+            s->stop_reason = STOP_UNDEF;
+            s->undef_pc = a + blk->undef_off;
+            s->emu_stop(uc);
+            return;
+        }
+    }
+    uint32_t cost = blk->cost, insns = blk->insns, flags = blk->last_flags;
+    s->align_skip_start = 0xFFFFFFFFu;
+    /* Fetch rule with wait states: a block that does not continue sequentially
+     * fetches the word holding its first halfword; if that halfword is the upper
+     * half of a word the table has not charged the fetch, so charge it here. */
+    if (s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end) {
+        int seq = s->prev_valid && a == s->prev_end &&
+                  ((s->prev_flags & PK_F_COND) || !(s->prev_flags & PK_F_BRANCH));
+        if (!seq) cost += s->fetch_ws;
+    }
+    s->cur_valid = 1;
+    s->cur_start = a;
+    s->cur_end = a + size;
+    s->cur_cost = cost;
+    s->cur_insns = insns;
+    s->cur_flags = flags;
+    s->ring[s->ring_pos++ % RING] = a;
+}
+
+/* Flash data reads cost the wait states (installed only when wait_states > 0). */
+void pk_flash_read_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_state *s) {
+    (void)uc; (void)type; (void)address; (void)size; (void)value;
+    s->cycles += s->fetch_ws;
+}
+
+/* Guest stores to watched code (a UC_HOOK_MEM_WRITE over the code span of a
+ * writable region, installed by emulator/core/codecache.py once code runs there). */
+void pk_code_write_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_state *s) {
+    (void)uc; (void)type; (void)value;
+    pk_code_changed(s, (uint32_t)address, (uint32_t)size);
+}

@@ -1,0 +1,165 @@
+/*
+ * pkasim's native exception model: the common path of emulator/core/exceptions.py and of
+ * the run loop's sleep, without a Python call.
+ *
+ * A firmware that waits for a peripheral in WFI and takes its interrupt costs, per
+ * operation, one exception entry, one return and one sleep. In Python each costs
+ * tens of microseconds and an engine restart; here they cost well under one. Every
+ * function below mirrors a Python method line for line and gives up (returns -1,
+ * or stops the engine) on anything unusual, so that Python serves it exactly as
+ * before: a fault while stacking, a vector without the Thumb bit, an exception
+ * return that sleeps on exit, a device event owned by Python.
+ *
+ *   pk_take                          exceptions.py ExceptionModel.take (ARMv6-M B1.5.6)
+ *   pk_return (pk_intr_hook)         exceptions.py ExceptionModel.exception_return (B1.5.8)
+ *   pk_wfi_hook                      runloop.py RunLoop._sleep_until (B1.5.17)
+ *
+ * tests/test_native_core.py runs every firmware image both ways (native_on = 0 sends
+ * everything through Python) and checks identical cycles, instructions and results.
+ */
+#include "pkstate.h"
+
+#define NMI 2
+#define HARDFAULT 3
+#define EXC_RETURN_HANDLER 0xFFFFFFF1u
+#define EXC_RETURN_THREAD_MSP 0xFFFFFFF9u
+#define EXC_RETURN_THREAD_PSP 0xFFFFFFFDu
+
+static uint32_t rd(pk_state *s, int regid) {
+    uint32_t v = 0;
+    s->reg_read(s->uc, regid, &v);
+    return v;
+}
+
+static void wr(pk_state *s, int regid, uint32_t v) {
+    s->reg_write(s->uc, regid, &v);
+}
+
+/* ------------------------------------------------------------------ entry and return */
+
+static int stackable(const pk_state *s, uint32_t addr, uint32_t n) {
+    for (uint32_t i = 0; i < s->stack_n; i++)
+        if (addr >= s->stack_base[i] && addr + n <= s->stack_end[i] && addr + n >= addr) return 1;
+    return 0;
+}
+
+/* Exception entry; -1 (nothing changed) when Python must do it and report a fault. */
+int pk_take(pk_state *s, int exc, uint32_t return_pc) {
+    uint32_t current = rd(s, s->id_ipsr) & 0x3F;
+    int thread = current == 0;
+    uint32_t control = rd(s, s->id_control);
+    int use_psp = thread && (control & 2);
+    uint32_t sp = rd(s, use_psp ? s->id_psp : s->id_msp);
+    uint32_t xpsr = rd(s, s->id_xpsr);
+    uint32_t realign = sp & 4;
+    uint32_t frame_sp = sp - 32 - (realign ? 4 : 0);
+    uint32_t vector = 0, frame[8], exc_return;
+    if (!stackable(s, frame_sp, 32)) return -1;
+    if (s->mem_read(s->uc, (uint64_t)s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
+    frame[0] = rd(s, s->regids[0]);
+    frame[1] = rd(s, s->regids[1]);
+    frame[2] = rd(s, s->regids[2]);
+    frame[3] = rd(s, s->regids[3]);
+    frame[4] = rd(s, s->regids[12]);
+    frame[5] = rd(s, s->regids[14]);
+    frame[6] = return_pc & ~1u;
+    frame[7] = (xpsr & ~(1u << 9)) | (realign ? 1u << 9 : 0) | (1u << 24);
+    s->mem_write(s->uc, frame_sp, frame, 32);
+    pk_code_changed(s, frame_sp, 32); /* a frame stacked over cached code makes it stale */
+    wr(s, use_psp ? s->id_psp : s->id_msp, frame_sp);
+    exc_return = !thread ? EXC_RETURN_HANDLER : (use_psp ? EXC_RETURN_THREAD_PSP : EXC_RETURN_THREAD_MSP);
+    wr(s, s->id_control, control & ~2u);
+    wr(s, s->id_ipsr, (uint32_t)exc);
+    wr(s, s->regids[13], rd(s, s->id_msp));
+    wr(s, s->regids[14], exc_return);
+    s->nvic->pending &= ~((uint64_t)1 << exc);
+    s->nvic->active |= (uint64_t)1 << exc;
+    s->taken[exc] += 1;
+    if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_ENTRY, s->cycles, (uint32_t)exc, vector);
+    s->cycles += s->entry_cycles;
+    s->prev_valid = 0;
+    wr(s, s->regids[15], vector | 1); /* last: the engine restarts at the vector */
+    return 0;
+}
+
+/* Exception return; -1 (nothing changed) when Python must do it. */
+static int pk_return(pk_state *s, uint32_t exc_return) {
+    uint32_t current = rd(s, s->id_ipsr) & 0x3F;
+    uint32_t w[8], sp, new_sp, ipsr, control;
+    int to_thread, use_psp;
+    if ((exc_return != EXC_RETURN_HANDLER && exc_return != EXC_RETURN_THREAD_MSP &&
+         exc_return != EXC_RETURN_THREAD_PSP) || current == 0)
+        return -1;
+    to_thread = exc_return != EXC_RETURN_HANDLER;
+    use_psp = exc_return == EXC_RETURN_THREAD_PSP;
+    sp = rd(s, use_psp ? s->id_psp : s->id_msp);
+    if (!stackable(s, sp, 32) || s->mem_read(s->uc, sp, w, 32) != 0) return -1;
+    if (to_thread && (w[7] & 0x3F)) return -1;        /* Python logs the odd frame */
+    if (to_thread && s->sleep_on_exit && !(s->nvic->active & ~((uint64_t)1 << current)))
+        return -1;                                    /* sleep-on-exit: Python sleeps */
+    s->nvic->active &= ~((uint64_t)1 << current);
+    new_sp = sp + 32 + ((w[7] & (1u << 9)) ? 4 : 0);
+    wr(s, use_psp ? s->id_psp : s->id_msp, new_sp);
+    ipsr = to_thread ? 0 : (w[7] & 0x3F);
+    wr(s, s->id_xpsr, (w[7] & 0xF0000000u) | (1u << 24) | ipsr);
+    wr(s, s->id_ipsr, ipsr);
+    control = rd(s, s->id_control);
+    wr(s, s->id_control, use_psp ? (control | 2u) : (control & ~2u));
+    wr(s, s->regids[13], new_sp);
+    wr(s, s->regids[0], w[0]);
+    wr(s, s->regids[1], w[1]);
+    wr(s, s->regids[2], w[2]);
+    wr(s, s->regids[3], w[3]);
+    wr(s, s->regids[12], w[4]);
+    wr(s, s->regids[14], w[5]);
+    s->cycles += s->return_cycles;
+    if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_RETURN, s->cycles, current, 0);
+    s->prev_valid = 0;
+    s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
+    wr(s, s->regids[15], w[6] | 1);
+    return 0;
+}
+
+/* UC_HOOK_INTR: exception returns here; everything else (SVC, BKPT, aborts) in Python. */
+void pk_intr_hook(void *uc, uint32_t intno, pk_state *s) {
+    (void)uc;
+    if (intno == 8 && s->native_on) {
+        uint32_t pc = rd(s, s->regids[15]) | 1;
+        pk_commit_block(s);
+        if (pk_return(s, pc) == 0) return;
+    }
+    s->py_intr(intno);
+}
+
+/* UC_HOOK_CODE on each WFI/WFE of the image, before it executes: sleep until the
+ * next event natively when that event is a native device's; otherwise stop so the
+ * run loop sleeps until its own. The block ending in the WFI is committed first
+ * (the WFI ends its translation block, so it is the block's last instruction). */
+void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
+    (void)size;
+    if (!s->native_on) return; /* the WFI halts the engine; the run loop sleeps */
+    uint16_t hw = 0;
+    if (s->mem_read(s->uc, address, &hw, 2) != 0 || (hw != 0xBF30 && hw != 0xBF20))
+        return; /* the code there was rewritten since the hook was placed */
+    pk_commit_block(s);
+    for (;;) {
+        if (pk_would_wake(s->nvic)) {
+            s->irq_check = 1;
+            wr(s, s->regids[15], (uint32_t)address + 2 + 1); /* WFI done: go on after it */
+            return;
+        }
+        uint64_t next = pk_native_next(s);
+        if (next == PK_NO_EVENT || next >= s->deadline) {
+            s->stop_reason = STOP_SLEEP;
+            s->wfi_pc = (uint32_t)address;
+            s->emu_stop(uc);
+            return;
+        }
+        if (next > s->cycles) {
+            if (s->obs) pk_obs_emit(s->obs, PK_EV_SLEEP, s->cycles, 0, next - s->cycles);
+            s->sleep_cycles += next - s->cycles;
+            s->cycles = next;
+        }
+        pk_native_due(s);
+    }
+}

@@ -1,0 +1,165 @@
+/*
+ * pkasim's native state: the record the cycle hook (cyclehook.c), the native exception
+ * model (excmodel.c), idle loops (idle.c) and the native device fast paths
+ * (peripherals/{pka,systick}_fast.c) share; the functions they share are in state.c.
+ * emulator/native/__init__.py mirrors pk_state field by field (load() checks the size).
+ */
+#ifndef PKSTATE_H
+#define PKSTATE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "observe.h"
+#include "codecache.h" /* pk_block, pk_check; thumb.h: PK_F_* flags, K_* kinds */
+
+/* STOP_ALIGN: the access at align_pc would fault at align_addr. STOP_ALIGN_SPLIT: the
+ * address of the access at align_pc is known only when the block reaches it: run the
+ * block up to it. STOP_SP_WRITE: the instruction at align_pc sets SP from a register:
+ * run the block up to align_addr (the next instruction), then clear SP bits [1:0]. */
+enum { STOP_NONE = 0, STOP_DEADLINE = 1, STOP_ALIGN = 2, STOP_IRQCHK = 3, STOP_SLEEP = 4, STOP_LOOPCHK = 5,
+       STOP_STUCK = 6, STOP_UNDEF = 7, STOP_WATCH = 8, STOP_NATIVE_ERROR = 9, STOP_ALIGN_SPLIT = 10,
+       STOP_SP_WRITE = 11 };
+
+#define RING 32
+
+typedef int (*pk_reg_read_fn)(void *uc, int regid, void *value);
+typedef int (*pk_emu_stop_fn)(void *uc);
+typedef int (*pk_reg_write_fn)(void *uc, int regid, const void *value);
+typedef int (*pk_mem_read_fn)(void *uc, uint64_t address, void *bytes, size_t size);
+typedef int (*pk_mem_write_fn)(void *uc, uint64_t address, const void *bytes, size_t size);
+typedef void (*pk_py_intr_fn)(uint32_t intno);
+
+/* A device with native timed events (peripherals/{pka,systick}_fast.c): its state record and the
+ * two functions the core calls at block boundaries. The machine fills the table from
+ * what each device's Python model names (core/machine.py), so the core's C never names
+ * a device: next() is the cycle of its next event (PK_NO_EVENT if none), due() fires it
+ * and is called again while the next event is still due. */
+typedef uint64_t (*pk_dev_next_fn)(void *dev);
+typedef void (*pk_dev_due_fn)(void *dev);
+typedef struct {
+    void *dev;
+    pk_dev_next_fn next;
+    pk_dev_due_fn due;
+} pk_device;
+#define PK_DEVICES 8
+
+/* Loop verdicts kept (idle.c), indexed by (key >> 1) & (PK_VERDICTS - 1). */
+#define PK_VERDICTS 4096
+
+/* The NVIC's exception state: one record, owned by peripherals/nvic.py (NvicState),
+ * read and pended here without a Python call. */
+
+typedef struct {
+    uint64_t pending;   /* bit e: exception number e is pending */
+    uint64_t active;    /* bit e: exception number e is active */
+    uint32_t enabled;   /* bit n: IRQn enabled */
+    uint32_t irqs;
+    int32_t prio[64];   /* priority by exception number: NMI -2, HardFault -1 */
+} pk_nvic;
+
+typedef struct {
+    /* counters (read by Python) */
+    uint64_t cycles;
+    uint64_t insns;
+    uint64_t deadline;
+    uint64_t blocks;
+    /* the block currently executing, not yet committed */
+    uint32_t cur_valid, cur_start, cur_end, cur_cost, cur_insns, cur_flags;
+    /* the last committed block, for the sequential-fetch rule */
+    uint32_t prev_valid, prev_end, prev_flags;
+    /* why the hook stopped the run */
+    uint32_t stop_reason;
+    uint32_t align_pc, align_addr;
+    uint32_t align_skip_start;  /* a block start whose alignment and UNDEFINED checks are skipped once */
+    /* flash wait states for the block-start fetch rule */
+    uint32_t fetch_ws, flash_base, flash_end;
+    uint32_t cond_penalty;
+    uint32_t align_enabled;
+    /* callbacks into Unicorn and Python */
+    void *uc;
+    pk_reg_read_fn reg_read;
+    pk_emu_stop_fn emu_stop;
+    int32_t regids[16];
+    uint32_t ring[RING];
+    uint32_t ring_pos;
+    int32_t apsr_regid;
+    uint32_t pad_end;
+    /* ---- the native exception model (excmodel.c) ---- */
+    pk_nvic *nvic;
+    pk_reg_write_fn reg_write;
+    pk_mem_read_fn mem_read;
+    pk_mem_write_fn mem_write;
+    pk_py_intr_fn py_intr;      /* Python serves the INTR cases the native path does not */
+    uint64_t sleep_cycles;      /* cycles asleep (WFI, WFE, sleep-on-exit), native and Python */
+    uint64_t taken[64];         /* exceptions taken natively, by number */
+    uint32_t native_on;         /* 0 while stepping: every event goes through Python */
+    uint32_t irq_check;         /* the NVIC state changed: look for an exception to take */
+    uint32_t vtor;              /* vector table base in force */
+    uint32_t sleep_on_exit;     /* SCR.SLEEPONEXIT */
+    uint32_t entry_cycles, return_cycles;
+    uint32_t stack_n;           /* memory an exception frame may be stacked to */
+    uint32_t stack_base[8], stack_end[8];
+    int32_t id_primask, id_control, id_msp, id_psp, id_xpsr, id_ipsr;
+    uint32_t wfi_pc;            /* STOP_SLEEP: the WFI or WFE the core stopped at */
+    /* native device models with timed events, in the order they fire at one cycle */
+    pk_device devices[PK_DEVICES];
+    uint32_t n_devices;
+    uint32_t pad_devices;
+    /* peripheral access timing: which access of the current block is being served */
+    uint64_t acc_blocks;
+    uint32_t acc_start;
+    int32_t acc_last;
+    /* idle loops (idle.c): a block that branches to itself and can change nothing */
+    uint64_t py_next;           /* Python's next clock event, PK_NO_EVENT if none */
+    uint64_t py_reads;          /* device reads served by Python (may change by themselves) */
+    uint64_t loop_py_reads;
+    uint64_t loop_since;        /* cycle count when the current self-loop began */
+    uint32_t loop_start, loop_count, loop_have;
+    uint32_t loop_end;          /* a loop of several blocks: its code is [loop_start, loop_end) */
+    uint32_t loop_regs[16];
+    uint32_t verdict_addr[PK_VERDICTS]; /* which loops may be fast-forwarded: decided once by Python */
+    uint32_t verdict_end[PK_VERDICTS];  /* ... and the end of the code each verdict covers */
+    uint8_t verdict[PK_VERDICTS];       /* 0 unknown, 1 may (loads and arithmetic only), 2 may not */
+    /* the observation API (observe.c): non-NULL while something observes; the native
+     * paths report what they do through pk_obs_emit() (observe.h) */
+    void *obs;
+    /* ---- code decoding and caching (codecache.c, thumb.c): code anywhere ---- */
+    pk_code *code;              /* per-block cache, decoded from guest memory on first execution */
+    uint32_t undef_pc;          /* STOP_UNDEF: the first instruction of the block ARMv6-M lacks */
+    uint32_t watch_region;      /* STOP_WATCH: the writable region whose write watch must grow */
+    uint32_t native_error;      /* STOP_NATIVE_ERROR: PK_NOMEM or PK_UNREADABLE */
+    uint32_t pad_code;
+    /* idle loops of several blocks (idle.c): one iteration so far, and the verdict key */
+    uint32_t loop_acc_cost, loop_acc_insns, loop_acc_blocks;
+    uint32_t loop_key;          /* verdict_addr of the loop being checked: start, or start | 1 */
+    uint64_t native_min;        /* no native device event before this cycle (0: look again) */
+    /* a block split by the alignment checks (STOP_ALIGN_SPLIT, STOP_SP_WRITE) goes on
+     * here: no deadline stop or exception before this rest of it, as the whole block
+     * had none */
+    uint32_t split_start;
+    uint32_t pad_split;
+} pk_state;
+
+#define PK_NO_EVENT UINT64_MAX
+
+/* state.c: what all of the native core shares */
+uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have);
+void pk_commit_block(pk_state *s);
+uint32_t pk_access_offset(pk_state *s, uint32_t addr);
+uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns);
+int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len);
+int pk_next_to_take(const pk_nvic *n, int primask);
+int pk_would_wake(const pk_nvic *n);
+void pk_pend(pk_state *s, uint32_t exc);
+uint64_t pk_native_next(pk_state *s);
+void pk_native_due(pk_state *s);
+void pk_native_changed(pk_state *s);
+/* excmodel.c */
+int pk_take(pk_state *s, int exc, uint32_t return_pc);
+/* idle.c */
+int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
+int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
+                  uint32_t insns);
+
+
+#endif
