@@ -155,6 +155,10 @@ PRODUCERS: list[Producer] = [
     _any("ldr_after_strb", lambda t: Made({"r1": CELL, "r2": t >> 8 & 0xFF}, ("strb r2, [r1, #5]", "ldr r3, [r1, #4]"),
                                           memory={CELL + 4: t & 0xFFFF00FF | 0x7700})),
     _any("ldr_after_push", lambda t: Made({"r2": t}, ("push {r2}", "ldr r3, [sp, #0]"))),
+    # stored through one register, loaded back through another that points to the same word
+    _any("ldr_after_str_elsewhere", lambda t: Made({"r5": CELL + 8, "r1": CELL + 4, "r2": t},
+                                                   ("str r2, [r5, #0]", "ldr r3, [r1, #4]"),
+                                                   memory={CELL + 8: 0x20001004})),
     _small("ldrh", lambda t: Made({"r1": CELL}, ("ldrh r3, [r1, #2]",), memory={CELL: t << 16 | 0xFFFF})
            if t < 0x10000 else None),
     _small("ldrsh", lambda t: Made({"r1": CELL, "r2": 2}, ("ldrsh r3, [r1, r2]",), memory={CELL: t << 16 | 0xFFFF})

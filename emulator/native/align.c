@@ -58,19 +58,30 @@ enum {
     A_MRS,   /* d = MSP (imm 8) or PSP (imm 9); a: SP at this point */
     A_SPLIT, /* stop before the block: run it up to pc first */
     A_CHECK_LOAD, /* A_CHECK (mask size - 1), then A_LOAD at the same address */
-    A_CHECK_STORE /* A_CHECK, then A_STORE */
+    A_CHECK_STORE, /* A_CHECK, then A_STORE */
+    A_NOP,         /* a check an earlier one implies (removed before cutting down) */
+    A_STORE_ANY    /* A_STORE of a value not worked out: a load it overlaps is not known */
 };
 
 #define SIGNED 0x80
 
+/* What a register holds while the block is followed: value v plus the constant off.
+ * Adding a constant, moving, PUSH/POP and LDM/STM write-back change off only, so the
+ * addresses of a loop body unrolled over a pointer stay (entry register + constant)
+ * and need no operation; constants are (V_ZERO, constant). */
+typedef struct {
+    uint16_t v;
+    int32_t off;
+} ref_t;
+
 struct pk_abuild {
     pk_aop *ops;
     uint32_t n, cap;
-    uint16_t cur[16]; /* the value each register holds now */
-    uint16_t carry;   /* the value the carry flag holds now */
-    uint32_t next;    /* next new value */
-    int sp_write;     /* SP is set from a register: the block needs a program */
-    int failed;       /* out of memory */
+    ref_t cur[16];  /* what each register holds now */
+    uint16_t carry; /* the value the carry flag holds now */
+    uint32_t next;  /* next new value */
+    int sp_write;   /* SP is set from a register: the block needs a program */
+    int failed;     /* out of memory */
 };
 
 pk_abuild *pk_abuild_new(void) { return calloc(1, sizeof(pk_abuild)); }
@@ -83,7 +94,10 @@ void pk_abuild_free(pk_abuild *b) {
 
 void pk_abuild_start(pk_abuild *b) {
     b->n = 0;
-    for (int r = 0; r < 16; r++) b->cur[r] = (uint16_t)r;
+    for (int r = 0; r < 16; r++) {
+        b->cur[r].v = (uint16_t)r;
+        b->cur[r].off = 0;
+    }
     b->carry = V_CARRY;
     b->next = V_FIRST;
     b->sp_write = 0;
@@ -122,44 +136,57 @@ static uint16_t emit(pk_abuild *b, uint8_t op, uint8_t size, uint16_t a, uint16_
     return o->d;
 }
 
+static ref_t ref(uint16_t v, int32_t off) {
+    ref_t r = {v, off};
+    return r;
+}
+
 static uint16_t val(pk_abuild *b, uint8_t op, uint16_t a, uint16_t bb, uint16_t c, int32_t imm) {
     return emit(b, op, 0, a, bb, c, imm, 0, 1);
 }
 
-static uint16_t konst(pk_abuild *b, uint32_t v) { return val(b, A_CONST, V_ZERO, V_ZERO, V_ZERO, (int32_t)v); }
+/* A value holding exactly x (an operation when x has a constant part). */
+static uint16_t mat(pk_abuild *b, ref_t x) { return x.off ? val(b, A_ADD, x.v, V_ZERO, V_ZERO, x.off) : x.v; }
 
 /* Register r as an operand of the instruction at addr (PC reads as addr + 4). */
-static uint16_t reg(pk_abuild *b, int r, uint32_t addr) { return r == 15 ? konst(b, addr + 4) : b->cur[r]; }
+static ref_t reg(pk_abuild *b, int r, uint32_t addr) { return r == 15 ? ref(V_ZERO, (int32_t)(addr + 4)) : b->cur[r]; }
 
-static void set(pk_abuild *b, int r, uint16_t v) {
-    if (r < 15) b->cur[r] = v;
+/* Register r as a whole value (an operation that stays only if something needs it). */
+static uint16_t regv(pk_abuild *b, int r, uint32_t addr) { return mat(b, reg(b, r, addr)); }
+
+static void set(pk_abuild *b, int r, ref_t x) {
+    if (r < 15) b->cur[r] = x;
 }
 
-static void check(pk_abuild *b, uint16_t base, uint16_t index, int32_t imm, uint8_t mask, uint32_t pc) {
-    emit(b, A_CHECK, mask, base, index, V_ZERO, imm, pc, 0);
+static void setv(pk_abuild *b, int r, uint16_t v) { set(b, r, ref(v, 0)); }
+
+static void check(pk_abuild *b, ref_t base, ref_t index, int32_t imm, uint8_t mask, uint32_t pc) {
+    if (base.v == V_ZERO && index.v == V_ZERO && !((uint32_t)(base.off + index.off + imm) & mask))
+        return; /* a constant, aligned address */
+    emit(b, A_CHECK, mask, base.v, index.v, V_ZERO, base.off + index.off + imm, pc, 0);
 }
 
-static uint16_t load(pk_abuild *b, uint16_t base, uint16_t index, int32_t imm, uint8_t size) {
-    return emit(b, A_LOAD, size, base, index, V_ZERO, imm, 0, 1);
+static uint16_t load(pk_abuild *b, ref_t base, ref_t index, int32_t imm, uint8_t size) {
+    return emit(b, A_LOAD, size, base.v, index.v, V_ZERO, base.off + index.off + imm, 0, 1);
 }
 
-static void store(pk_abuild *b, uint16_t base, uint16_t index, int32_t imm, uint8_t size, uint16_t value) {
-    emit(b, A_STORE, size, base, index, value, imm, 0, 0);
+static void store(pk_abuild *b, ref_t base, ref_t index, int32_t imm, uint8_t size, uint16_t value) {
+    emit(b, A_STORE, size, base.v, index.v, value, base.off + index.off + imm, 0, 0);
 }
 
 static void sp_set(pk_abuild *b, uint16_t v, uint32_t pc, uint8_t size) {
     emit(b, A_SPW, size, v, V_ZERO, V_ZERO, 0, pc, 0);
     b->sp_write = 1;
-    b->cur[13] = v; /* checked aligned: the program stops at pc otherwise */
+    b->cur[13] = ref(v, 0); /* checked aligned: the program stops at pc otherwise */
 }
 
 /* Load/store: size 1, 2, 4 (| SIGNED for LDRSB/LDRSH). */
-static void access(pk_abuild *b, uint32_t addr, int is_load, uint8_t size, int rt, uint16_t base, uint16_t index,
+static void access(pk_abuild *b, uint32_t addr, int is_load, uint8_t size, int rt, ref_t base, ref_t index,
                    int32_t imm) {
     uint8_t bytes = size & 7;
     if (bytes > 1) check(b, base, index, imm, (uint8_t)(bytes - 1), addr);
-    if (is_load) set(b, rt, load(b, base, index, imm, size));
-    else store(b, base, index, imm, bytes, reg(b, rt, addr));
+    if (is_load) setv(b, rt, load(b, base, index, imm, size));
+    else store(b, base, index, imm, bytes, regv(b, rt, addr));
 }
 
 static int popcount8(uint32_t x) {
@@ -169,38 +196,39 @@ static int popcount8(uint32_t x) {
 }
 
 static void shift_imm(pk_abuild *b, int op, int rd, int rm, uint32_t n, uint32_t addr) {
-    uint16_t m = reg(b, rm, addr);
     if (op == 0 && n == 0) { /* MOVS Rd, Rm: carry unchanged */
-        set(b, rd, m);
+        set(b, rd, reg(b, rm, addr));
         return;
     }
+    uint16_t m = regv(b, rm, addr);
     if (op != 0 && n == 0) n = 32; /* LSR/ASR #32 */
     static const uint8_t vop[3] = {A_LSLI, A_LSRI, A_ASRI}, cop[3] = {A_CLSLI, A_CLSRI, A_CASRI};
     b->carry = val(b, cop[op], m, V_ZERO, V_ZERO, (int32_t)n);
-    set(b, rd, val(b, vop[op], m, V_ZERO, V_ZERO, (int32_t)n));
+    setv(b, rd, val(b, vop[op], m, V_ZERO, V_ZERO, (int32_t)n));
 }
 
 static void data_processing(pk_abuild *b, uint32_t hw, uint32_t addr) {
     int rdn = hw & 7, rm = (hw >> 3) & 7;
-    uint16_t x = reg(b, rdn, addr), y = reg(b, rm, addr), c = b->carry;
-    switch ((hw >> 6) & 0xF) {
-    case 0: set(b, rdn, val(b, A_AND, x, y, V_ZERO, 0)); break;
-    case 1: set(b, rdn, val(b, A_EOR, x, y, V_ZERO, 0)); break;
-    case 2: b->carry = val(b, A_CLSLR, x, y, c, 0); set(b, rdn, val(b, A_LSLR, x, y, V_ZERO, 0)); break;
-    case 3: b->carry = val(b, A_CLSRR, x, y, c, 0); set(b, rdn, val(b, A_LSRR, x, y, V_ZERO, 0)); break;
-    case 4: b->carry = val(b, A_CASRR, x, y, c, 0); set(b, rdn, val(b, A_ASRR, x, y, V_ZERO, 0)); break;
-    case 5: b->carry = val(b, A_CADC, x, y, c, 0); set(b, rdn, val(b, A_ADC, x, y, c, 0)); break;
-    case 6: b->carry = val(b, A_CSBC, x, y, c, 0); set(b, rdn, val(b, A_SBC, x, y, c, 0)); break;
-    case 7: b->carry = val(b, A_CRORR, x, y, c, 0); set(b, rdn, val(b, A_RORR, x, y, V_ZERO, 0)); break;
-    case 8: break;                                                       /* TST */
+    uint32_t op = (hw >> 6) & 0xF;
+    if (op == 8) return; /* TST */
+    uint16_t x = regv(b, rdn, addr), y = regv(b, rm, addr), c = b->carry;
+    switch (op) {
+    case 0: setv(b, rdn, val(b, A_AND, x, y, V_ZERO, 0)); break;
+    case 1: setv(b, rdn, val(b, A_EOR, x, y, V_ZERO, 0)); break;
+    case 2: b->carry = val(b, A_CLSLR, x, y, c, 0); setv(b, rdn, val(b, A_LSLR, x, y, V_ZERO, 0)); break;
+    case 3: b->carry = val(b, A_CLSRR, x, y, c, 0); setv(b, rdn, val(b, A_LSRR, x, y, V_ZERO, 0)); break;
+    case 4: b->carry = val(b, A_CASRR, x, y, c, 0); setv(b, rdn, val(b, A_ASRR, x, y, V_ZERO, 0)); break;
+    case 5: b->carry = val(b, A_CADC, x, y, c, 0); setv(b, rdn, val(b, A_ADC, x, y, c, 0)); break;
+    case 6: b->carry = val(b, A_CSBC, x, y, c, 0); setv(b, rdn, val(b, A_SBC, x, y, c, 0)); break;
+    case 7: b->carry = val(b, A_CRORR, x, y, c, 0); setv(b, rdn, val(b, A_RORR, x, y, V_ZERO, 0)); break;
     case 9: b->carry = val(b, A_CRSB, y, V_ZERO, V_ZERO, 0);             /* RSBS Rd, Rn, #0 */
-            set(b, rdn, val(b, A_RSB, y, V_ZERO, V_ZERO, 0)); break;
+            setv(b, rdn, val(b, A_RSB, y, V_ZERO, V_ZERO, 0)); break;
     case 10: b->carry = val(b, A_CSUB, x, y, V_ZERO, 0); break;          /* CMP */
     case 11: b->carry = val(b, A_CADD, x, y, V_ZERO, 0); break;          /* CMN */
-    case 12: set(b, rdn, val(b, A_ORR, x, y, V_ZERO, 0)); break;
-    case 13: set(b, rdn, val(b, A_MUL, x, y, V_ZERO, 0)); break;         /* MULS: carry unchanged */
-    case 14: set(b, rdn, val(b, A_BIC, x, y, V_ZERO, 0)); break;
-    default: set(b, rdn, val(b, A_MVN, y, V_ZERO, V_ZERO, 0)); break;
+    case 12: setv(b, rdn, val(b, A_ORR, x, y, V_ZERO, 0)); break;
+    case 13: setv(b, rdn, val(b, A_MUL, x, y, V_ZERO, 0)); break;        /* MULS: carry unchanged */
+    case 14: setv(b, rdn, val(b, A_BIC, x, y, V_ZERO, 0)); break;
+    default: setv(b, rdn, val(b, A_MVN, y, V_ZERO, V_ZERO, 0)); break;
     }
 }
 
@@ -209,32 +237,35 @@ static void misc(pk_abuild *b, uint32_t hw, uint32_t addr) {
     int rd = hw & 7, rm = (hw >> 3) & 7;
     if (top == 0xB0) { /* ADD/SUB SP, SP, #imm7*4 */
         int32_t imm = (int32_t)(hw & 0x7F) * 4;
-        b->cur[13] = val(b, A_ADD, b->cur[13], V_ZERO, V_ZERO, (hw & 0x80) ? -imm : imm);
+        b->cur[13].off += (hw & 0x80) ? -imm : imm;
         return;
     }
     if (top == 0xB2 || top == 0xBA) { /* SXTH SXTB UXTH UXTB; REV REV16 - REVSH */
-        static const uint8_t ext[4] = {A_SXTH, A_SXTB, A_UXTH, A_UXTB}, rev[4] = {A_REV, A_REV16, A_REV /* undefined: never here */, A_REVSH};
+        static const uint8_t ext[4] = {A_SXTH, A_SXTB, A_UXTH, A_UXTB},
+                             rev[4] = {A_REV, A_REV16, A_REV /* undefined: never here */, A_REVSH};
         uint8_t op = top == 0xB2 ? ext[(hw >> 6) & 3] : rev[(hw >> 6) & 3];
-        set(b, rd, val(b, op, reg(b, rm, addr), V_ZERO, V_ZERO, 0));
+        setv(b, rd, val(b, op, regv(b, rm, addr), V_ZERO, V_ZERO, 0));
         return;
     }
     if (top == 0xB4 || top == 0xB5) { /* PUSH {list, LR?}: lowest register at the lowest address */
         int n = popcount8(list) + (int)((hw >> 8) & 1);
-        uint16_t sp = val(b, A_ADD, b->cur[13], V_ZERO, V_ZERO, -4 * n);
+        ref_t sp = b->cur[13];
+        sp.off -= 4 * n;
         int k = 0;
         for (int r = 0; r < 8; r++)
-            if (list & (1u << r)) store(b, sp, V_ZERO, 4 * k++, 4, b->cur[r]);
-        if (hw & 0x100) store(b, sp, V_ZERO, 4 * k, 4, b->cur[14]);
+            if (list & (1u << r)) store(b, sp, ref(V_ZERO, 0), 4 * k++, 4, regv(b, r, addr));
+        if (hw & 0x100) store(b, sp, ref(V_ZERO, 0), 4 * k, 4, regv(b, 14, addr));
         b->cur[13] = sp;
         return;
     }
     if (top == 0xBC || top == 0xBD) { /* POP {list, PC?} */
-        uint16_t sp = b->cur[13];
+        ref_t sp = b->cur[13];
         int k = 0;
         for (int r = 0; r < 8; r++)
-            if (list & (1u << r)) set(b, r, load(b, sp, V_ZERO, 4 * k++, 4));
+            if (list & (1u << r)) setv(b, r, load(b, sp, ref(V_ZERO, 0), 4 * k++, 4));
         if (hw & 0x100) k++; /* PC: the block ends here */
-        b->cur[13] = val(b, A_ADD, sp, V_ZERO, V_ZERO, 4 * k);
+        sp.off += 4 * k;
+        b->cur[13] = sp;
         return;
     }
     /* CPS, BKPT, hints: no register changes */
@@ -243,19 +274,19 @@ static void misc(pk_abuild *b, uint32_t hw, uint32_t addr) {
 static void load_multiple(pk_abuild *b, uint32_t hw, uint32_t addr) {
     int rn = (hw >> 8) & 7, k = 0;
     uint32_t list = hw & 0xFF;
-    uint16_t base = b->cur[rn];
-    check(b, base, V_ZERO, 0, 3, addr);
+    ref_t base = b->cur[rn], zero = ref(V_ZERO, 0);
+    check(b, base, zero, 0, 3, addr);
     if (hw & 0x800) { /* LDM: writes back unless the base is in the list */
         uint16_t loaded[8];
         for (int r = 0; r < 8; r++)
-            if (list & (1u << r)) loaded[r] = load(b, base, V_ZERO, 4 * k++, 4);
+            if (list & (1u << r)) loaded[r] = load(b, base, zero, 4 * k++, 4);
         for (int r = 0; r < 8; r++)
-            if (list & (1u << r)) set(b, r, loaded[r]);
-        if (!(list & (1u << rn))) set(b, rn, val(b, A_ADD, base, V_ZERO, V_ZERO, 4 * k));
+            if (list & (1u << r)) setv(b, r, loaded[r]);
+        if (!(list & (1u << rn))) set(b, rn, ref(base.v, base.off + 4 * k));
     } else { /* STM Rn!, {list} */
         for (int r = 0; r < 8; r++)
-            if (list & (1u << r)) store(b, base, V_ZERO, 4 * k++, 4, b->cur[r]);
-        set(b, rn, val(b, A_ADD, base, V_ZERO, V_ZERO, 4 * k));
+            if (list & (1u << r)) store(b, base, zero, 4 * k++, 4, r == rn ? mat(b, base) : regv(b, r, addr));
+        set(b, rn, ref(base.v, base.off + 4 * k));
     }
 }
 
@@ -265,45 +296,48 @@ static void special(pk_abuild *b, uint32_t hw, uint32_t addr) {
     case 0: /* ADD Rdn, Rm */
         if (dn == 15) return; /* a branch: the block ends */
         {
-            uint16_t v = val(b, A_ADD, reg(b, dn, addr), reg(b, m, addr), V_ZERO, 0);
-            if (dn == 13) sp_set(b, v, addr, 2);
-            else set(b, dn, v);
+            ref_t x = reg(b, dn, addr), y = reg(b, m, addr);
+            ref_t sum = x.v == V_ZERO ? ref(y.v, x.off + y.off)
+                        : y.v == V_ZERO ? ref(x.v, x.off + y.off)
+                                        : ref(val(b, A_ADD, x.v, y.v, V_ZERO, 0), x.off + y.off);
+            if (dn == 13) sp_set(b, mat(b, sum), addr, 2);
+            else set(b, dn, sum);
         }
         return;
     case 1: /* CMP Rn, Rm */
-        b->carry = val(b, A_CSUB, reg(b, dn, addr), reg(b, m, addr), V_ZERO, 0);
+        b->carry = val(b, A_CSUB, regv(b, dn, addr), regv(b, m, addr), V_ZERO, 0);
         return;
     case 2: /* MOV Rd, Rm */
         if (dn == 15) return;
-        if (dn == 13) sp_set(b, reg(b, m, addr), addr, 2);
+        if (dn == 13) sp_set(b, regv(b, m, addr), addr, 2);
         else set(b, dn, reg(b, m, addr));
         return;
     default: /* BX, BLX: the block ends (BLX sets LR) */
-        if (hw & 0x80) set(b, 14, konst(b, (addr + 2) | 1));
+        if (hw & 0x80) set(b, 14, ref(V_ZERO, (int32_t)((addr + 2) | 1)));
         return;
     }
 }
 
 static void thirty_two(pk_abuild *b, uint32_t hw1, uint32_t hw2, uint32_t addr) {
     if ((hw2 & 0xD000) == 0xD000) { /* BL */
-        set(b, 14, konst(b, (addr + 4) | 1));
+        set(b, 14, ref(V_ZERO, (int32_t)((addr + 4) | 1)));
         return;
     }
     if (hw1 == 0xF3EF) { /* MRS Rd, SYSm */
         int rd = (hw2 >> 8) & 0xF;
         uint32_t sysm = hw2 & 0xFF;
-        if (sysm == 8 || sysm == 9) set(b, rd, val(b, A_MRS, b->cur[13], V_ZERO, V_ZERO, (int32_t)sysm));
-        else set(b, rd, val(b, A_UNKNOWN, V_ZERO, V_ZERO, V_ZERO, 0));
+        if (sysm == 8 || sysm == 9) setv(b, rd, val(b, A_MRS, mat(b, b->cur[13]), V_ZERO, V_ZERO, (int32_t)sysm));
+        else setv(b, rd, val(b, A_UNKNOWN, V_ZERO, V_ZERO, V_ZERO, 0));
         return;
     }
     if ((hw1 & 0xFFF0) == 0xF380) { /* MSR SYSm, Rn */
         uint32_t sysm = hw2 & 0xFF;
         if (sysm == 8 || sysm == 9) {
-            emit(b, A_SPW, 4, b->cur[hw1 & 0xF], V_ZERO, V_ZERO, 0, addr, 0);
+            emit(b, A_SPW, 4, regv(b, hw1 & 0xF, addr), V_ZERO, V_ZERO, 0, addr, 0);
             b->sp_write = 1;
         }
         if (sysm == 8 || sysm == 9 || sysm == 20) /* an SP, or CONTROL (which SP is in use) */
-            b->cur[13] = val(b, A_UNKNOWN, V_ZERO, V_ZERO, V_ZERO, 0);
+            setv(b, 13, val(b, A_UNKNOWN, V_ZERO, V_ZERO, V_ZERO, 0));
         if (sysm <= 3) b->carry = val(b, A_UNKNOWN, V_ZERO, V_ZERO, V_ZERO, 0); /* APSR written */
         return;
     }
@@ -312,8 +346,9 @@ static void thirty_two(pk_abuild *b, uint32_t hw1, uint32_t hw2, uint32_t addr) 
 
 int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw, uint32_t hw2, int lit_ok, uint32_t lit_word,
                    int lit_const) {
-    int rd = hw & 7, rn = (hw >> 3) & 7, rm = (hw >> 6) & 7;
     hw &= 0xFFFF;
+    int rd = hw & 7, rn = (hw >> 3) & 7, rm = (hw >> 6) & 7;
+    ref_t zero = ref(V_ZERO, 0);
     if ((hw >> 11) >= 0x1D) {
         thirty_two(b, hw, hw2 & 0xFFFF, addr);
     } else if (hw < 0x4000) {
@@ -322,20 +357,21 @@ int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw, uint32_t hw2, int l
             shift_imm(b, (int)(op >> 2), rd, rn, (hw >> 6) & 0x1F, addr);
         } else if (op < 16) { /* ADDS/SUBS Rd, Rn, Rm / #imm3 */
             int is_sub = op & 1, is_imm = op >= 14;
-            uint16_t x = b->cur[rn], y = is_imm ? V_ZERO : b->cur[rm];
-            int32_t imm = is_imm ? rm : 0;
-            b->carry = val(b, is_sub ? A_CSUB : A_CADD, x, y, V_ZERO, imm);
-            set(b, rd, val(b, is_sub ? A_SUB : A_ADD, x, y, V_ZERO, imm));
+            ref_t x = b->cur[rn], y = is_imm ? ref(V_ZERO, rm) : b->cur[rm];
+            uint16_t xv = regv(b, rn, addr), yv = is_imm ? V_ZERO : regv(b, rm, addr);
+            b->carry = val(b, is_sub ? A_CSUB : A_CADD, xv, yv, V_ZERO, is_imm ? rm : 0);
+            if (y.v == V_ZERO) set(b, rd, ref(x.v, is_sub ? x.off - y.off : x.off + y.off));
+            else setv(b, rd, val(b, is_sub ? A_SUB : A_ADD, xv, yv, V_ZERO, 0));
         } else {
             int r8 = (hw >> 8) & 7;
             int32_t imm8 = hw & 0xFF;
             switch ((hw >> 11) & 3) {
-            case 0: set(b, r8, konst(b, (uint32_t)imm8)); break; /* MOVS #imm8: carry unchanged */
-            case 1: b->carry = val(b, A_CSUB, b->cur[r8], V_ZERO, V_ZERO, imm8); break;
-            case 2: b->carry = val(b, A_CADD, b->cur[r8], V_ZERO, V_ZERO, imm8);
-                    set(b, r8, val(b, A_ADD, b->cur[r8], V_ZERO, V_ZERO, imm8)); break;
-            default: b->carry = val(b, A_CSUB, b->cur[r8], V_ZERO, V_ZERO, imm8);
-                     set(b, r8, val(b, A_SUB, b->cur[r8], V_ZERO, V_ZERO, imm8)); break;
+            case 0: set(b, r8, ref(V_ZERO, imm8)); break; /* MOVS #imm8: carry unchanged */
+            case 1: b->carry = val(b, A_CSUB, regv(b, r8, addr), V_ZERO, V_ZERO, imm8); break;
+            case 2: b->carry = val(b, A_CADD, regv(b, r8, addr), V_ZERO, V_ZERO, imm8);
+                    b->cur[r8].off += imm8; break;
+            default: b->carry = val(b, A_CSUB, regv(b, r8, addr), V_ZERO, V_ZERO, imm8);
+                     b->cur[r8].off -= imm8; break;
             }
         }
     } else if (hw < 0x4400) {
@@ -345,8 +381,8 @@ int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw, uint32_t hw2, int l
     } else if (hw < 0x5000) { /* LDR Rt, [PC, #imm8*4] */
         int rt = (hw >> 8) & 7;
         uint32_t lit = ((addr + 4) & ~3u) + (hw & 0xFF) * 4;
-        if (lit_ok && lit_const) set(b, rt, konst(b, lit_word));
-        else set(b, rt, load(b, konst(b, lit), V_ZERO, 0, 4)); /* in writable memory: read when run */
+        if (lit_ok && lit_const) set(b, rt, ref(V_ZERO, (int32_t)lit_word));
+        else setv(b, rt, load(b, ref(V_ZERO, (int32_t)lit), zero, 0, 4)); /* in writable memory: read when run */
     } else if (hw < 0x6000) { /* load/store register offset */
         static const uint8_t size[8] = {4, 2, 1, 1 | SIGNED, 4, 2, 1, 2 | SIGNED};
         uint32_t op = (hw >> 9) & 7;
@@ -354,24 +390,24 @@ int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw, uint32_t hw2, int l
     } else if (hw < 0x9000) { /* load/store immediate offset */
         uint32_t imm5 = (hw >> 6) & 0x1F;
         int is_load = (hw >> 11) & 1;
-        if (hw < 0x7000) access(b, addr, is_load, 4, rd, b->cur[rn], V_ZERO, (int32_t)imm5 * 4);
-        else if (hw < 0x8000) access(b, addr, is_load, 1, rd, b->cur[rn], V_ZERO, (int32_t)imm5);
-        else access(b, addr, is_load, 2, rd, b->cur[rn], V_ZERO, (int32_t)imm5 * 2);
+        if (hw < 0x7000) access(b, addr, is_load, 4, rd, b->cur[rn], zero, (int32_t)imm5 * 4);
+        else if (hw < 0x8000) access(b, addr, is_load, 1, rd, b->cur[rn], zero, (int32_t)imm5);
+        else access(b, addr, is_load, 2, rd, b->cur[rn], zero, (int32_t)imm5 * 2);
     } else if (hw < 0xA000) { /* STR/LDR Rt, [SP, #imm8*4]: SP is word aligned, no check */
         int rt = (hw >> 8) & 7;
         int32_t imm = (int32_t)(hw & 0xFF) * 4;
-        if (hw & 0x800) set(b, rt, load(b, b->cur[13], V_ZERO, imm, 4));
-        else store(b, b->cur[13], V_ZERO, imm, 4, b->cur[rt]);
+        if (hw & 0x800) setv(b, rt, load(b, b->cur[13], zero, imm, 4));
+        else store(b, b->cur[13], zero, imm, 4, regv(b, rt, addr));
     } else if (hw < 0xA800) { /* ADR */
-        set(b, (hw >> 8) & 7, konst(b, ((addr + 4) & ~3u) + (hw & 0xFF) * 4));
+        set(b, (hw >> 8) & 7, ref(V_ZERO, (int32_t)(((addr + 4) & ~3u) + (hw & 0xFF) * 4)));
     } else if (hw < 0xB000) { /* ADD Rd, SP, #imm8*4 */
-        set(b, (hw >> 8) & 7, val(b, A_ADD, b->cur[13], V_ZERO, V_ZERO, (int32_t)(hw & 0xFF) * 4));
+        set(b, (hw >> 8) & 7, ref(b->cur[13].v, b->cur[13].off + (int32_t)(hw & 0xFF) * 4));
     } else if (hw < 0xC000) {
         misc(b, hw, addr);
     } else if (hw < 0xD000) {
         load_multiple(b, hw, addr);
     } else if ((hw & 0xFF00) == 0xDF00) { /* SVC: exception entry ends the block, writes LR */
-        set(b, 14, val(b, A_UNKNOWN, V_ZERO, V_ZERO, V_ZERO, 0));
+        setv(b, 14, val(b, A_UNKNOWN, V_ZERO, V_ZERO, V_ZERO, 0));
     }
     /* B<cond>, B, UDF: the block ends, no register written */
     return b->failed ? -1 : 0;
@@ -381,8 +417,29 @@ int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw, uint32_t hw2, int l
 
 static int yields(const pk_aop *o) { return o->d != A_NONE; }
 
+/* A check implied by an earlier one: the same registers, and an offset that differs
+ * by a multiple of this check's alignment (a mask no larger than the earlier one's).
+ * If the earlier check passes this one does; if it fails, the program stops there. A
+ * loop body unrolled over a pointer keeps one check per pointer. */
+static void drop_implied_checks(pk_abuild *b) {
+    for (uint32_t i = 0; i < b->n; i++) {
+        pk_aop *o = &b->ops[i];
+        if (o->op != A_CHECK) continue;
+        for (uint32_t j = 0; j < i; j++) {
+            const pk_aop *e = &b->ops[j];
+            if (e->op == A_CHECK && e->size >= o->size &&
+                ((e->a == o->a && e->b == o->b) || (e->a == o->b && e->b == o->a)) &&
+                !((uint32_t)(o->imm - e->imm) & o->size)) {
+                o->op = A_NOP;
+                break;
+            }
+        }
+    }
+}
+
 int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n) {
     if (b->failed) return -1;
+    drop_implied_checks(b);
     uint32_t nv = b->next, kept = 0, have_check = 0;
     uint8_t *need = calloc(nv, 1), *keep = calloc(b->n ? b->n : 1, 1);
     uint16_t *map = malloc(nv * sizeof(uint16_t));
@@ -392,17 +449,47 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
         free(map);
         return -1;
     }
-    int load_after = 0;
+    /* Backwards: keep the checks and what they need. A store before a kept load is
+     * kept when the two may overlap; its value is worked out only when they surely do
+     * (the same registers and overlapping constant offsets: a spill and its reload).
+     * Stores through other registers keep only their address, and a load they turn
+     * out to overlap is not known (the block is then split there). */
+    pk_aop *loads = malloc((b->n ? b->n : 1) * sizeof(pk_aop));
+    uint32_t nloads = 0;
+    if (!loads) {
+        free(need);
+        free(keep);
+        free(map);
+        return -1;
+    }
     for (uint32_t i = b->n; i-- > 0;) {
-        const pk_aop *o = &b->ops[i];
-        int k = o->op == A_CHECK || o->op == A_SPW || (yields(o) && need[o->d]) || (o->op == A_STORE && load_after);
+        pk_aop *o = &b->ops[i];
+        int k = o->op == A_CHECK || o->op == A_SPW || (yields(o) && need[o->d]);
+        if (o->op == A_STORE) {
+            int overlap = 0;
+            for (uint32_t j = 0; j < nloads && overlap < 2; j++) {
+                const pk_aop *l = &loads[j];
+                if ((l->a == o->a && l->b == o->b) || (l->a == o->b && l->b == o->a)) {
+                    uint32_t ls = l->size & 7;
+                    if ((uint32_t)(l->imm - o->imm) < o->size || (uint32_t)(o->imm - l->imm) < ls) overlap = 2;
+                } else {
+                    overlap = 1;
+                }
+            }
+            if (overlap == 1) {
+                o->op = A_STORE_ANY;
+                o->c = V_ZERO;
+            }
+            k = overlap > 0;
+        }
         if (!k) continue;
         keep[i] = 1;
         kept++;
         need[o->a] = need[o->b] = need[o->c] = 1;
-        if (o->op == A_LOAD) load_after = 1;
+        if (o->op == A_LOAD) loads[nloads++] = *o;
         if (o->op == A_CHECK || o->op == A_SPW) have_check = 1;
     }
+    free(loads);
     /* Number the kept values densely after the fixed ones; note the entry values read. */
     uint32_t entry = 0, count = V_FIRST;
     for (uint32_t v = 0; v < V_FIRST; v++) map[v] = (uint16_t)v;
@@ -484,7 +571,7 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
 /* ---------------------------------------------------------------- running */
 
 typedef struct {
-    uint32_t addr, value, size;
+    uint32_t addr, value, size, known;
 } store_t;
 
 typedef struct {
@@ -513,6 +600,7 @@ static int mem_get(const pk_amap *map, const stores_t *st, uint32_t addr, uint32
         uint64_t lo = s->addr > addr ? s->addr : addr;
         uint64_t hi = (uint64_t)s->addr + s->size < (uint64_t)addr + size ? (uint64_t)s->addr + s->size
                                                                             : (uint64_t)addr + size;
+        if (lo < hi && !s->known) return 0;
         for (uint64_t j = lo; j < hi; j++) bytes[j - addr] = (uint8_t)(s->value >> (8 * (j - s->addr)));
     }
     *out = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 24;
@@ -622,6 +710,7 @@ int pk_align_run(const pk_aop *ops, uint32_t n, const pk_amap *map, const pk_are
             }
             /* fall through: the store */
         case A_STORE:
+        case A_STORE_ANY:
             if (st.n == MAX_STORES) {
                 unknown = 1; /* later loads cannot be known */
                 continue;
@@ -629,6 +718,7 @@ int pk_align_run(const pk_aop *ops, uint32_t n, const pk_amap *map, const pk_are
             st.s[st.n].addr = x + y + (uint32_t)o->imm;
             st.s[st.n].value = v[o->c];
             st.s[st.n].size = o->size;
+            st.s[st.n].known = o->op != A_STORE_ANY;
             st.n++;
             continue;
         case A_CHECK: {
