@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from pkasim import Machine, load_config  # noqa: E402
+from pkasim.core.snapshot import LogArchive, capture  # noqa: E402
 from pkasim.debugger.engine import Debugger  # noqa: E402
-from pkasim.debugger.snapshot import LogArchive, capture  # noqa: E402
 from pkasim.debugger.timetravel import DEFAULT_INTERVAL  # noqa: E402
 
 XRSA = ROOT / "firmware" / "build" / "xrsa.elf"

@@ -34,9 +34,10 @@ operations) describe the run since the last reset: ``reset()`` clears them, as i
 clears the registers, any operation in progress and PKA RAM.
 
 Native fast path: in a machine, ``pka_fast.c`` serves the common accesses (registers
-and PKA RAM while idle, SR, CLRFR, a valid MONTMUL from START to its done interrupt)
-without a Python call, on this model's own state record (``PkaState``), and hands
-everything else to ``read``/``write`` here. This file stays the specification.
+and PKA RAM while idle, SR, CLRFR, a valid MONTMUL, MODADD, MODSUB, ADD or SUB, and
+MONTMUL2 on a chip with the pair, from START to its done interrupt) without a Python
+call, on this model's own state record (``PkaState``), and hands everything else to
+``read``/``write`` here. This file stays the specification.
 """
 
 from __future__ import annotations
@@ -150,6 +151,8 @@ CAPABILITIES: dict[Reg, Callable[[Pka], int]] = {
 PAIR_COMMAND = Command("MONTMUL2", COMMANDS[0x01].function, True)  # montmul_pair chips only
 OPCODES = {command.name: opcode for opcode, command in COMMANDS.items()} | {"MONTMUL2": OP_MONTMUL2}  # for events
 OPERAND_POINTERS = ((Reg.APTR, False), (Reg.BPTR, False), (Reg.RPTR, False), (Reg.NPTR, True))  # (register, N only)
+FAST_OPS = 7  # the native path serves opcodes 1..6 (COMMANDS, MONTMUL2); its tables are indexed by opcode
+FAST_COMMANDS = {**COMMANDS, OP_MONTMUL2: PAIR_COMMAND}  # what each of its opcodes counts as
 
 
 class PkaState(ctypes.Structure):
@@ -168,25 +171,31 @@ class PkaState(ctypes.Structure):
         ("max_words", ctypes.c_uint32),
         ("fast_on", ctypes.c_uint32),
         ("ram", ctypes.c_void_p),
-        ("montmul_cycles", ctypes.c_void_p),
+        ("op_cycles", ctypes.c_void_p),  # busy cycles by [opcode][LEN]
         ("core", ctypes.c_void_p),
         ("py_access", ctypes.c_void_p),
         ("p_words", ctypes.c_uint32),
         ("p_rptr", ctypes.c_uint32),
         ("p_start", ctypes.c_uint64),
         ("p_cycles", ctypes.c_uint32),
+        ("p_op", ctypes.c_uint32),
+        ("p_carry", ctypes.c_uint32),
         ("pad", ctypes.c_uint32),
         ("result", ctypes.c_uint32 * MAX_WORDS_LIMIT),
-        ("montmuls", ctypes.c_uint64),
+        ("ops", ctypes.c_uint64 * FAST_OPS),  # finished operations by opcode
         ("busy_total", ctypes.c_uint64),
-        ("by_len", ctypes.c_uint64 * (MAX_WORDS_LIMIT + 1)),
+        ("by_len", (ctypes.c_uint64 * (MAX_WORDS_LIMIT + 1)) * FAST_OPS),
         ("log", ctypes.c_void_p),
         ("log_n", ctypes.c_uint32),
         ("log_cap", ctypes.c_uint32),
         ("log_truncated", ctypes.c_uint32),
         ("pad2", ctypes.c_uint32),
         ("strict", ctypes.c_uint32),  # strict_operands: the fast path leaves A or B >= N to _start
+        ("py_starts", ctypes.c_uint32),  # a fault is armed (arm_fault): every START comes to _start
+        ("pair", ctypes.c_uint32),  # montmul_pair: the fast path serves MONTMUL2 too
+        ("p_r2ptr", ctypes.c_uint32),  # MONTMUL2 in flight: where its second result goes
         ("pad3", ctypes.c_uint32),
+        ("result2", ctypes.c_uint32 * MAX_WORDS_LIMIT),
     ]
 
 
@@ -206,6 +215,18 @@ class _Regs:
 
     def __setitem__(self, reg: int, value: int) -> None:
         self._s.regs[reg >> 2] = value & 0xFFFFFFFF
+
+
+class StartFault(NamedTuple):
+    """A fault on one START, for fault-injection campaigns (docs/faults.md): the START
+    accepted at core cycle ``at`` does nothing at all (``skip``: no operation, no
+    flag, no interrupt, as if the write to CR were lost), or its result goes through
+    ``corrupt(result, words)`` before it is written to PKA RAM at the end of the busy
+    time (MONTMUL2: the first result)."""
+
+    at: int
+    skip: bool = False
+    corrupt: Callable[[int, int], int] | None = None
 
 
 class Operation(NamedTuple):
@@ -345,13 +366,18 @@ class Pka(Peripheral):
         self.state.ram_size = ram_size
         self.state.max_words = max_words
         self.state.strict = int(strict_operands)
+        self.state.pair = int(montmul_pair)
         self._ram_buf = (ctypes.c_uint8 * ram_size)()
         self.state.ram = ctypes.addressof(self._ram_buf)
         self.ram = memoryview(self._ram_buf).cast("B")
-        self._montmul_cycles = (ctypes.c_uint32 * (max_words + 1))(*self._cycles["montmul"])
-        self.state.montmul_cycles = ctypes.addressof(self._montmul_cycles)
+        self._op_cycles = ((ctypes.c_uint32 * (MAX_WORDS_LIMIT + 1)) * FAST_OPS)()
+        for opcode, command in COMMANDS.items():
+            self._op_cycles[opcode][:max_words + 1] = self._cycles[command.key]
+        self._op_cycles[OP_MONTMUL2][:max_words + 1] = self._cycles["montmul"]  # one MONTMUL's busy time
+        self.state.op_cycles = ctypes.addressof(self._op_cycles)
         self.regs = _Regs(self.state)
         self._native = None  # the fast path's library, once a machine attaches it
+        self.faults: tuple[StartFault, ...] = ()  # armed by arm_fault(); each leaves when it fires
         self._event: Event | None = None
         self._pending: _Pending | None = None
         self.reset()
@@ -413,11 +439,32 @@ class Pka(Peripheral):
         self._log: list[Operation] = []
         self._log_truncated = False
         st = self.state
-        st.montmuls = st.busy_total = 0
+        st.busy_total = 0
+        ctypes.memset(st.ops, 0, ctypes.sizeof(st.ops))
         ctypes.memset(st.by_len, 0, ctypes.sizeof(st.by_len))
         if self._native is not None:
             self._native.pk_pka_free_log(ctypes.byref(st))
         self._counting_since = self.clock.now
+
+    # ------------------------------------------------------------- fault injection
+    def arm_fault(self, *faults: StartFault) -> None:
+        """Arm faults on the STARTs accepted at each ``fault.at`` (none: disarm all).
+        While one is armed every START is served here, not by the native fast path
+        (RAM and register accesses stay native); each fault disarms itself when it
+        fires, so an empty ``self.faults`` afterwards says they all did."""
+        self.faults = tuple(faults)
+        self.state.py_starts = int(bool(faults))
+
+    def _fault_now(self) -> StartFault | None:
+        """The armed fault for this START, if any (it is disarmed then)."""
+        if not self.faults:
+            return None
+        now = self.clock.now
+        for i, fault in enumerate(self.faults):
+            if fault.at == now:
+                self.arm_fault(*self.faults[:i], *self.faults[i + 1:])
+                return fault
+        return None
 
     # ------------------------------------------------------------- the shared record
     @property
@@ -444,16 +491,21 @@ class Pka(Peripheral):
     @property
     def operations(self) -> Counter[str]:
         ops = Counter(self._operations)
-        if self.state.montmuls:
-            ops["MONTMUL"] += self.state.montmuls
+        for opcode, command in FAST_COMMANDS.items():
+            if self.state.ops[opcode]:
+                ops[command.name] += self.state.ops[opcode]
         return ops
 
     @property
     def by_length(self) -> Counter[tuple[str, int]]:
         lengths = Counter(self._by_length)
-        for words in range(1, self.max_words + 1):
-            if self.state.by_len[words]:
-                lengths[("montmul", words)] += self.state.by_len[words]
+        for opcode, command in FAST_COMMANDS.items():
+            if not self.state.ops[opcode]:
+                continue
+            row = self.state.by_len[opcode]
+            for words in range(1, self.max_words + 1):
+                if row[words]:
+                    lengths[(command.key, words)] += row[words]
         return lengths
 
     @property
@@ -466,7 +518,7 @@ class Pka(Peripheral):
         if not st.log_n:
             return list(self._log)
         fast = ctypes.cast(st.log, ctypes.POINTER(_FastOp * st.log_n)).contents
-        merged = self._log + [Operation("MONTMUL", op.words, op.start, op.end) for op in fast]
+        merged = self._log + [Operation(FAST_COMMANDS[op.op].name, op.words, op.start, op.end) for op in fast]
         merged.sort(key=lambda op: op.start_cycle)
         return merged[:LOG_LIMIT]
 
@@ -607,6 +659,9 @@ class Pka(Peripheral):
 
     def _start(self) -> None:
         """Check the request (docs/pka.md, step 2), then compute and schedule the end."""
+        fault = self._fault_now()
+        if fault is not None and fault.skip:
+            return None  # the START does nothing
         cr, regs = self.regs[Reg.CR], self.regs
         words = regs[Reg.LEN]
         opcode = (cr & CR_OPCODE) >> CR_OPCODE_SHIFT
@@ -615,7 +670,7 @@ class Pka(Peripheral):
         if not 1 <= words <= self.max_words:
             return self._refuse(SR_OPERRF, f"LEN {words} is outside 1..{self.max_words}")
         if opcode == OP_MONTMUL2 and self.montmul_pair:
-            return self._start_pair(words)
+            return self._start_pair(words, fault)
         command = COMMANDS.get(opcode)
         if command is None:
             return self._refuse(SR_OPERRF, f"unknown opcode 0x{opcode:02x}")
@@ -637,6 +692,8 @@ class Pka(Peripheral):
                 require_reduced(a, b, n)
         except OperandError as exc:
             return self._refuse(SR_OPERRF, f"{command.name}: {exc.reason}")
+        if fault is not None and fault.corrupt is not None:
+            result = fault.corrupt(result, words) & ((1 << (32 * words)) - 1)
         cycles = self._cycles[command.key][words]
         start = self.clock.now
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, carry, cycles, start)
@@ -645,7 +702,7 @@ class Pka(Peripheral):
         self._observe(Kind.PKA_START, opcode | words << 8, cycles)
         return None
 
-    def _start_pair(self, words: int) -> None:
+    def _start_pair(self, words: int, fault: StartFault | None = None) -> None:
         """MONTMUL2 (docs/pka.md, "The parallel pair"): R = A (x) B and R2 = A2 (x) B
         with one N, checked as MONTMUL is (A2PTR and R2PTR after APTR, BPTR, RPTR),
         busy for one MONTMUL's time: Victor's pipelined unit interleaves the two."""
@@ -669,6 +726,8 @@ class Pka(Peripheral):
                     raise OperandError("A2 >= N (strict_operands: modular operands must be below N)")
         except OperandError as exc:
             return self._refuse(SR_OPERRF, f"{command.name}: {exc.reason}".replace("MONTMUL needs", "MONTMUL2 needs"))
+        if fault is not None and fault.corrupt is not None:
+            result = fault.corrupt(result, words) & ((1 << (32 * words)) - 1)
         cycles = self._cycles["montmul"][words]
         start = self.clock.now
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, 0, cycles, start, regs[Reg.R2PTR], result2)

@@ -1,20 +1,23 @@
 /*
- * The PKA's common path in native code: register and PKA RAM accesses, a MONTMUL
+ * The PKA's common path in native code: register and PKA RAM accesses, an operation
  * from START to its end, and the done interrupt, without a Python call.
  *
  * peripherals/pka.py is the model and the reference: its register map, rules and
  * maths (pka_math.py) are the specification (docs/pka.md). This file serves only what
  * those rules let through untouched: word accesses to registers and PKA RAM while
  * idle, CLRFR, SR, and a START of MONTMUL with valid operands whose result the CIOS
- * product below reduces completely. Anything else (a wrong size, a reserved offset,
- * a write while BUSY, a refused START, the other operations) is handed to pka.py
+ * product below reduces completely, of MODADD and MODSUB with both operands below N
+ * (one conditional correction), of ADD and SUB, and, on a chip with the parallel pair,
+ * of MONTMUL2 as of MONTMUL. Anything else (a wrong size, a reserved offset, a write
+ * while BUSY, a refused START, a modular operand at or above N) is handed to pka.py
  * through ``py_access``, on the same state record, so both paths see one PKA.
  * tests/test_pka_fast.py drives both with the same random programs and compares.
  *
  * Register map (docs/pka.md): 0x00 CR, 0x04 SR, 0x08 CLRFR, 0x0C LEN, 0x10 APTR,
  * 0x14 BPTR, 0x18 NPTR, 0x1C RPTR, 0x20 CARRY, 0x24 LASTCYC, 0x28 MAXLEN, 0x2C RAMSIZE;
- * PKA RAM at 0x400. CAPS (0x30), the parallel pair's A2PTR and R2PTR (0x34, 0x38) and
- * its MONTMUL2 are at or above REG_WINDOW or another opcode: pka.py serves them.
+ * PKA RAM at 0x400. CAPS (0x30) and the parallel pair's A2PTR and R2PTR (0x34, 0x38)
+ * are at or above REG_WINDOW: pka.py serves their accesses; a MONTMUL2 START reads the
+ * pointers from the shared record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,14 @@ enum { CR = 0, SR, CLRFR, LEN, APTR, BPTR, NPTR, RPTR, CARRY, LASTCYC, MAXLEN, R
 #define SR_PROCENDF (1u << 17)
 #define SR_FLAGS ((1u << 17) | (1u << 19) | (1u << 20) | (1u << 21))
 #define OP_MONTMUL 1
+#define OP_MODADD 2
+#define OP_MODSUB 3
+#define OP_ADD 4
+#define OP_SUB 5
+#define OP_MONTMUL2 6 /* the parallel pair (montmul_pair chips): R = A (x) B, R2 = A2 (x) B */
+#define FAST_OPS 7 /* opcodes 1..6 are served here; index 0 unused */
+#define A2PTR 13   /* 0x34 / 4 */
+#define R2PTR 14   /* 0x38 / 4 */
 #define MAX_WORDS 128
 #define LOG_LIMIT 100000
 
@@ -57,20 +68,24 @@ typedef struct {
     uint32_t base;          /* bus address of the window */
     uint32_t ram_size, max_words, fast_on;
     uint8_t *ram;
-    const uint32_t *montmul_cycles; /* busy cycles by LEN, index 0 unused */
+    const uint32_t *op_cycles; /* busy cycles by [opcode][LEN], FAST_OPS x (MAX_WORDS + 1) */
     pk_state *core;
     pk_py_access_fn py_access;
     /* the operation in flight */
     uint32_t p_words, p_rptr;
     uint64_t p_start;
-    uint32_t p_cycles, pad;
+    uint32_t p_cycles, p_op, p_carry, pad;
     uint32_t result[MAX_WORDS];
     /* what this path did (pka.py adds its own counts) */
-    uint64_t montmuls, busy_total;
-    uint64_t by_len[MAX_WORDS + 1];
+    uint64_t ops[FAST_OPS], busy_total;
+    uint64_t by_len[FAST_OPS][MAX_WORDS + 1];
     pk_pka_op *log;
     uint32_t log_n, log_cap, log_truncated, pad2;
-    uint32_t strict, pad3;  /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
+    uint32_t strict;        /* strict_operands: a MONTMUL with A or B >= N is pka.py's to refuse */
+    uint32_t py_starts;     /* a fault is armed on a START (Pka.arm_fault): every START is pka.py's */
+    uint32_t pair;          /* montmul_pair: MONTMUL2 is an operation of this chip */
+    uint32_t p_r2ptr, pad3; /* MONTMUL2 in flight: where its second result goes */
+    uint32_t result2[MAX_WORDS];
 } pk_pka;
 
 /* ------------------------------------------------------------------ maths */
@@ -193,6 +208,54 @@ int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t
     return 0;
 }
 
+/* r = a + b mod 2^(32w) (sub = 0) or a - b (sub = 1); returns the carry or borrow out. */
+static uint32_t add_sub(uint32_t *r, const uint32_t *a, const uint32_t *b, uint32_t w, int sub) {
+    uint64_t c = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        if (sub) {
+            uint64_t d = (uint64_t)a[i] - b[i] - c;
+            r[i] = (uint32_t)d;
+            c = (d >> 63) & 1;
+        } else {
+            c += (uint64_t)a[i] + b[i];
+            r[i] = (uint32_t)c;
+            c >>= 32;
+        }
+    }
+    return (uint32_t)c;
+}
+
+/* The arithmetic of opcodes 1..5 on LEN = w words (docs/pka.md), for operands this path
+ * serves: r and *carry set, 0 returned; -1 (nothing set) for pka.py to refuse or reduce:
+ * a MONTMUL modulus that is even or at most 1 or too small for one subtraction, a
+ * MODADD/MODSUB operand at or above N (which also covers N = 0). */
+int pk_pka_arith(uint32_t op, uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w,
+                 uint32_t *carry) {
+    *carry = 0;
+    if (op == OP_ADD || op == OP_SUB) {
+        *carry = add_sub(r, a, b, w, op == OP_SUB);
+        return 0;
+    }
+    if (op == OP_MONTMUL) {
+        if (!(n[0] & 1)) return -1; /* even N: OPERRF, in pka.py */
+        int big = n[0] > 1;
+        for (uint32_t i = 1; i < w && !big; i++) big = n[i] != 0;
+        if (!big) return -1;        /* N <= 1: OPERRF */
+        return pk_montmul(r, a, b, n, w);
+    }
+    if (op != OP_MODADD && op != OP_MODSUB) return -1;
+    if (geq(a, 0, n, w) || geq(b, 0, n, w)) return -1; /* pka.py reduces them fully, or refuses */
+    uint32_t t[MAX_WORDS];
+    if (op == OP_MODADD) {
+        uint32_t top = add_sub(t, a, b, w, 0);
+        if (geq(t, top, n, w)) sub_n(t, n, w); /* a + b < 2N: one subtraction */
+    } else if (add_sub(t, a, b, w, 1)) {
+        add_sub(t, t, n, w, 0);                /* a - b > -N: one addition */
+    }
+    memcpy(r, t, sizeof(uint32_t) * w);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ state */
 
 static void update_irq(pk_pka *p) {
@@ -212,14 +275,16 @@ void pk_pka_finish(void *pka) {
     pk_pka *p = pka;
     if (!p->fast_busy) return;
     if (p->core->obs)
-        pk_obs_emit(p->core->obs, PK_EV_PKA_FINISH, p->core->cycles, OP_MONTMUL | p->p_words << 8, p->done_at);
+        pk_obs_emit(p->core->obs, PK_EV_PKA_FINISH, p->core->cycles, p->p_op | p->p_words << 8, p->done_at);
     p->fast_busy = 0;
     p->busy = 0;
     memcpy(p->ram + p->p_rptr, p->result, 4u * p->p_words);
-    p->regs[CARRY] = 0;
+    if (p->p_op == OP_MONTMUL2) /* after R: where they overlap, R2 wins (pka.py _finish) */
+        memcpy(p->ram + p->p_r2ptr, p->result2, 4u * p->p_words);
+    p->regs[CARRY] = p->p_carry;
     p->regs[LASTCYC] = p->p_cycles;
-    p->montmuls += 1;
-    p->by_len[p->p_words] += 1;
+    p->ops[p->p_op] += 1;
+    p->by_len[p->p_op][p->p_words] += 1;
     p->busy_total += p->p_cycles;
     if (p->log_n < LOG_LIMIT) {
         if (p->log_n == p->log_cap) {
@@ -232,7 +297,7 @@ void pk_pka_finish(void *pka) {
         }
         if (p->log_n < p->log_cap) {
             pk_pka_op *op = &p->log[p->log_n++];
-            op->op = OP_MONTMUL;
+            op->op = p->p_op;
             op->words = p->p_words;
             op->start = p->p_start;
             op->end = p->p_start + p->p_cycles;
@@ -248,34 +313,46 @@ static int operand_ok(const pk_pka *p, uint32_t ptr, uint32_t words) {
     return ptr % 4 == 0 && (uint64_t)ptr + 4u * words <= p->ram_size;
 }
 
-/* START of a MONTMUL this path can serve, computed now and due at done_at; -1 (and
- * nothing changed) for pka.py to check, refuse or compute. */
+/* START of an operation this path can serve, computed now and due at done_at; -1 (and
+ * nothing changed) for pka.py to check, refuse or compute. MONTMUL2 (pka.py
+ * _start_pair): R = A (x) B and R2 = A2 (x) B with one N, every operand read before
+ * either result is written, busy for one MONTMUL (its op_cycles row is MONTMUL's). */
 static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     uint32_t words = p->regs[LEN];
-    if (!(cr & CR_EN) || ((cr & CR_OPCODE) >> CR_OPCODE_SHIFT) != OP_MONTMUL) return -1;
+    if (p->py_starts) return -1;
+    uint32_t op = (cr & CR_OPCODE) >> CR_OPCODE_SHIFT;
+    int pair = op == OP_MONTMUL2 && p->pair;
+    if (!(cr & CR_EN) || op < OP_MONTMUL || (op > OP_SUB && !pair)) return -1;
     if (words < 1 || words > p->max_words || words > MAX_WORDS) return -1;
+    int uses_n = op <= OP_MODSUB || pair;
     if (!operand_ok(p, p->regs[APTR], words) || !operand_ok(p, p->regs[BPTR], words) ||
-        !operand_ok(p, p->regs[RPTR], words) || !operand_ok(p, p->regs[NPTR], words))
+        !operand_ok(p, p->regs[RPTR], words) || (uses_n && !operand_ok(p, p->regs[NPTR], words)))
         return -1;
-    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS];
+    if (pair && (!operand_ok(p, p->regs[A2PTR], words) || !operand_ok(p, p->regs[R2PTR], words))) return -1;
+    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS], a2[MAX_WORDS];
     memcpy(a, p->ram + p->regs[APTR], 4u * words);
     memcpy(b, p->ram + p->regs[BPTR], 4u * words);
-    memcpy(n, p->ram + p->regs[NPTR], 4u * words);
-    if (!(n[0] & 1)) return -1; /* even N: OPERRF, in pka.py */
-    int big = n[0] > 1;
-    for (uint32_t i = 1; i < words && !big; i++) big = n[i] != 0;
-    if (!big) return -1;        /* N <= 1: OPERRF */
-    if (p->strict && (geq(a, 0, n, words) || geq(b, 0, n, words))) return -1; /* OPERRF */
-    if (pk_montmul(p->result, a, b, n, words) != 0) return -1;
+    if (uses_n) memcpy(n, p->ram + p->regs[NPTR], 4u * words);
+    if (pair) memcpy(a2, p->ram + p->regs[A2PTR], 4u * words);
+    /* strict_operands: a modular operand at or above N is pka.py's to refuse (OPERRF);
+     * MODADD and MODSUB already leave those to it */
+    if ((op == OP_MONTMUL || pair) && p->strict && (geq(a, 0, n, words) || geq(b, 0, n, words))) return -1;
+    if (pair && p->strict && geq(a2, 0, n, words)) return -1;
+    uint32_t carry;
+    if (pk_pka_arith(pair ? OP_MONTMUL : op, p->result, a, b, n, words, &carry) != 0) return -1;
+    if (pair && pk_pka_arith(OP_MONTMUL, p->result2, a2, b, n, words, &carry) != 0) return -1;
+    p->p_op = op;
+    p->p_carry = carry;
     p->p_words = words;
     p->p_rptr = p->regs[RPTR];
-    p->p_cycles = p->montmul_cycles[words];
+    p->p_r2ptr = pair ? p->regs[R2PTR] : 0;
+    p->p_cycles = p->op_cycles[op * (MAX_WORDS + 1) + words];
     p->p_start = now;
     p->done_at = now + p->p_cycles;
     if (p->done_at < p->core->native_min) p->core->native_min = p->done_at;
     p->busy = 1;
     p->fast_busy = 1;
-    if (p->core->obs) pk_obs_emit(p->core->obs, PK_EV_PKA_START, now, OP_MONTMUL | words << 8, p->p_cycles);
+    if (p->core->obs) pk_obs_emit(p->core->obs, PK_EV_PKA_START, now, op | words << 8, p->p_cycles);
     return 0;
 }
 

@@ -89,7 +89,7 @@ def test_default_config_pka_ram_is_3_kib(config) -> None:
 def test_default_config_maps_systick_nvic_and_scb_at_their_architectural_addresses(config) -> None:
     bases = {p.type: p.base for p in config.peripherals.values()}
     assert bases == {"systick": 0xE000E010, "nvic": 0xE000E100, "scb": 0xE000ED00, "pka": 0x40010000,
-                     "usb": 0x40020000}
+                     "usb": 0x40020000, "trng": 0x40030000}
     assert config.peripherals["systick"].params["reference_clock_hz"] == 48_000_000
 
 

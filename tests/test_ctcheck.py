@@ -140,6 +140,41 @@ def test_saved_inputs_reproduce_the_divergence(capsys, elf, tmp_path):
     assert [r["cycles"] for r in first[1]["runs"]] == [r["cycles"] for r in again[1]["runs"]]
 
 
+@pytest.fixture
+def long_leaky_inputs(tmp_path):
+    """--inputs for ctleak repeated 10,000 times (about 67 M cycles, past three progress
+    stops): inputs 1 and 2 the same exponent, 3 one whose first bit differs, 4 like 1."""
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    for name, exponent in (("1", 0x0000_0001), ("2", 0x0000_0001), ("3", 0x8000_0001), ("4", 0x0000_0001)):
+        (inputs / name).write_bytes(exponent.to_bytes(4, "little"))
+    repeat = tmp_path / "repeat.bin"
+    repeat.write_bytes((10_000).to_bytes(4, "little"))
+    return ["--secret", "ct_secret", "--inputs", str(inputs), "--load", f"ct_repeat={repeat}"]
+
+
+def test_the_check_stops_at_the_first_input_that_differs(capsys, elf, long_leaky_inputs):
+    code, doc, _ = ct_check(capsys, str(elf("ctleak")), *long_leaky_inputs)
+    assert code == 1 and doc["verdict"] == "divergence"
+    assert doc["inputs"] == 4
+    assert [r["input"] for r in doc["runs"]] == ["1", "2", "3"]  # input 4 is never run
+
+
+def test_a_differing_run_is_stopped_at_the_progress_stop_after_its_first_difference(capsys, elf, long_leaky_inputs):
+    """Input 3 differs in its first block of leaky_modexp: its first checkpoint (16,384
+    events) already differs, and the run ends at the next progress stop (2^24 cycles)."""
+    code, doc, _ = ct_check(capsys, str(elf("ctleak")), *long_leaky_inputs)
+    runs = doc["runs"]
+    assert code == 1
+    assert [r["complete"] for r in runs] == [True, True, False]
+    assert runs[0]["cycles"] > 2 * 2**24  # a full run goes past two progress stops
+    assert 2**24 <= runs[2]["cycles"] < 2**24 + 64  # ... the differing one ends at the first
+    assert runs[2]["exit_code"] is None
+    assert doc["compared_to_event"] == 16_384
+    assert doc["identical"]["cycles"] is None and doc["identical"]["flow"] is False
+    assert doc["divergence"]["source"]["line"] == leak_line(elf("ctleak").parents[2], "LEAK: a branch")
+
+
 def test_the_hash_does_not_change_the_run(config, elf):
     """The same cycles, instructions and sleep with the hooks attached as without."""
     outcomes = []

@@ -84,8 +84,8 @@ def test_unrolled_polls_of_the_pka_run_identically_and_are_fast_forwarded(make_m
 
 
 def test_parallel_pair_firmware_on_victor_runs_identically_with_and_without_fast_paths(make_machine, elf):
-    """MONTMUL2 (the Victor preset's parallel pair) is pka.py's alone; the fast path
-    serves the polls and the MONTMULs around it on the same state."""
+    """MONTMUL2 (the Victor preset's parallel pair) from START to its interrupt, the
+    polls and the MONTMULs around it: natively, or all through pka.py, the same run."""
     cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "presets" / "victor-radix16.yaml")
     key = demo_key(2048)
     symbols = [("rsa_input_key", key.pack()), ("rsa_input_msg", (0x1234567 % key.n).to_bytes(256, "big")),
@@ -214,3 +214,45 @@ def test_reset_vector_to_unmapped_memory_ends_stuck_in_the_hardfault_handler_wit
     result = m.run(max_cycles=BUDGET)
     assert result.reason == StopReason.STUCK and "HardFault_Handler" in result.message
     assert result.fault is not None and "0x10000000" in result.fault.cause
+
+
+# ------------------------------------------------------------------ the PKA's other operations in C
+
+@settings(max_examples=300, deadline=None)
+@given(op=st.sampled_from([2, 3, 4, 5]), words=st.integers(1, 128), data=st.data())
+def test_native_modadd_modsub_add_sub_equal_the_python_maths_or_decline(op, words, data):
+    """pk_pka_arith serves MODADD and MODSUB with both operands below N (one correction
+    step) and ADD and SUB always; it declines the rest, which pka.py reduces or refuses."""
+    from pkasim.peripherals.pka_math import COMMANDS
+
+    lib = native.load()
+    bits = 32 * words
+    n = data.draw(st.integers(0, 2**bits - 1))
+    below = data.draw(st.booleans()) and n > 0
+    a = data.draw(st.integers(0, n - 1)) if below else data.draw(st.integers(0, 2**bits - 1))
+    b = data.draw(st.integers(0, n - 1)) if below else data.draw(st.integers(0, 2**bits - 1))
+    arr = ctypes.c_uint32 * words
+    r, carry = arr(), ctypes.c_uint32(7)
+    rc = lib.pk_pka_arith(op, r, *(arr.from_buffer_copy(v.to_bytes(4 * words, "little")) for v in (a, b, n)),
+                          words, ctypes.byref(carry))
+    if op in (2, 3) and not (a < n and b < n):
+        assert rc == -1  # pka.py's: a full reduction, or OPERRF for N = 0
+        return
+    assert rc == 0
+    assert (int.from_bytes(bytes(r), "little"), carry.value) == COMMANDS[op].function(a, b, n, words)
+
+
+def test_ecc_image_runs_identically_with_and_without_fast_paths(make_machine, elf):
+    """Ed25519 verification on the PKA: thousands of MONTMULs, MODADDs and MODSUBs served
+    natively, and one-block polls whose PKA operation may end after the poll's read in a
+    block of several (the RFC 8032 TEST 1 vector)."""
+    pub = bytes.fromhex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
+    sig = bytes.fromhex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e"
+                        "39701cf9b46bd25bf5f0595bbe24655141438e7a100b")
+    symbols = [("ecc_op", (8).to_bytes(4, "little")), ("ecc_peer", pub.ljust(65, b"\0")), ("ecc_sig", sig),
+               ("ecc_check", bytes(4))]
+    fast = _run(make_machine, elf("ecc"), True, symbols)
+    assert fast[0] == StopReason.EXIT and fast[1] == 0
+    pka = next(stats for stats in fast[-1] if "busy_cycles" in stats)
+    assert {"MONTMUL", "MODADD", "MODSUB"} <= set(pka["operations"])
+    assert fast == _run(make_machine, elf("ecc"), False, symbols)

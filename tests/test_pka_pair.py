@@ -3,11 +3,27 @@ multiplications in parallel, detected through CAPS, absent from the default chip
 
 from __future__ import annotations
 
+import io
+import random
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pkasim.peripherals.pka import CAPS_PAIR, OP_MONTMUL2, SR_ADDRERRF, SR_BUSY, SR_OPERRF, Reg
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine, StopReason
+from pkasim.peripherals.pka import (
+    CAPS_PAIR,
+    CR_EN,
+    CR_OPCODE_SHIFT,
+    CR_START,
+    OP_MONTMUL2,
+    SR_ADDRERRF,
+    SR_BUSY,
+    SR_OPERRF,
+    Reg,
+)
 from tests.test_pka import A_PTR, B_PTR, N_PTR, R_PTR, TIMING, Rig, formula
 
 A2_PTR, R2_PTR = 0x400, 0x500
@@ -105,3 +121,96 @@ def test_pka_clock_turns_its_cycles_into_core_cycles_rounded_up():
     assert rig.pka.cycles_for("montmul", 64) == -(-(96 * 64 + 3) * 48_000_000 // 303_210_000)  # 974
     assert rig.pka.cycles_for("add", 64) == 12  # ceil(72 * 48 / 303.21)
 
+
+
+# --------------------------------------------------------------------------- native fast path
+
+VICTOR = Path(__file__).resolve().parent.parent / "configs" / "presets" / "victor-radix16.yaml"
+STUB_AT, TABLE_AT = 0x20002000, 0x20002100
+# Writes (address, value) pairs from a table at r2 until address 0, then polls SR (at r4)
+# until BUSY clears and stops at `b .` (STUB_AT + 16). Halfwords:
+#   loop: ldmia r2!, {r0, r1}  ca03     poll: ldr r3, [r4]      6823
+#         cmp r0, #0           2800           lsls r3, r3, #15  03db
+#         beq poll             d001           bmi poll          d4fc
+#         str r1, [r0]         6001     done: b .               e7fe
+#         b loop               e7fa
+STUB = bytes.fromhex("03ca002801d00160fae72368db03fcd4fee7")
+
+
+def pair_machine(fast: bool, config_path: Path, hello: Path, ram: bytes, writes: list[tuple[int, int]]):
+    """A Victor-preset machine that runs ``writes`` to the PKA's registers from SRAM code
+    with the native fast paths on or off; (machine, its PKA) once the PKA is idle again."""
+    m = Machine(load_config(config_path), stdout=io.BytesIO(), stderr=io.BytesIO())
+    m.load(hello)
+    m.fast_paths = fast
+    pka = m.peripherals["pka"]
+    pka.ram[:len(ram)] = ram
+    table = b"".join(addr.to_bytes(4, "little") + value.to_bytes(4, "little") for addr, value in [*writes, (0, 0)])
+    m.write_memory(STUB_AT, STUB)
+    m.write_memory(TABLE_AT, table)
+    m.set_reg("r2", TABLE_AT)
+    m.set_reg("r4", pka.base + Reg.SR)
+    m.set_reg("pc", STUB_AT)
+    r = m.run(max_cycles=10**6, until=STUB_AT + 16)
+    assert r.reason == StopReason.UNTIL, r.message
+    return m, pka
+
+
+def pair_writes(base: int, words: int, ptrs: dict[Reg, int]) -> list[tuple[int, int]]:
+    regs = [(Reg.LEN, words), *ptrs.items(), (Reg.CR, CR_EN | CR_START | OP_MONTMUL2 << CR_OPCODE_SHIFT)]
+    return [(base + reg, value) for reg, value in regs]
+
+
+def outcome(m, pka) -> tuple:
+    stats = pka.stats()
+    return (m.cycles, m.instructions, bytes(pka.ram), pka.state.flags, pka.regs[Reg.LASTCYC], pka.regs[Reg.CARRY],
+            sorted(stats["operations"].items()), sorted(stats["by_length"].items()), stats["busy_cycles"],
+            stats["errors"], pka.log)
+
+
+@settings(max_examples=40, deadline=None)
+@given(words=st.integers(1, 64), slots=st.lists(st.integers(0, 11), min_size=6, max_size=6),
+       seed=st.integers(0, 2**32 - 1), n_words=st.integers(1, 64))
+def test_montmul2_in_native_code_equals_pka_py(build_dir, words, slots, seed, n_words):
+    """Random operands and pointers (any of them may overlap: R2 over B is Victor's
+    square), a modulus that may be short for LEN: the native path and pka.py leave the
+    same PKA RAM, flags, counters, log and cycles."""
+    ram = bytearray(random.Random(seed).randbytes(3072))
+    ptrs = dict(zip((Reg.APTR, Reg.BPTR, Reg.NPTR, Reg.RPTR, Reg.A2PTR, Reg.R2PTR), (256 * s for s in slots),
+                    strict=True))
+    n_at = ptrs[Reg.NPTR]
+    ram[n_at] |= 1  # odd
+    ram[n_at + 4 * min(n_words, words):n_at + 4 * words] = bytes(4 * (words - min(n_words, words)))
+    ram[n_at + 4] |= 0 if words == 1 else 1  # N > 1 for any LEN above 1
+    hello = build_dir / "hello.elf"
+    results = [outcome(*pair_machine(fast, VICTOR, hello, bytes(ram), pair_writes(0x40010000, words, ptrs)))
+               for fast in (True, False)]
+    assert results[0] == results[1]
+
+
+def test_montmul2_is_served_by_the_native_path_with_both_products(build_dir):
+    n = (1 << 2048) - 159
+    a, a2, b = 3 ** 1000 % n, 5 ** 900 % n, 7 ** 800 % n
+    ram = bytearray(3072)
+    for ptr, value in ((A_PTR, a), (A2_PTR, a2), (B_PTR, b), (N_PTR, n)):
+        ram[ptr:ptr + 256] = value.to_bytes(256, "little")
+    ptrs = {Reg.APTR: A_PTR, Reg.BPTR: B_PTR, Reg.NPTR: N_PTR, Reg.RPTR: R_PTR, Reg.A2PTR: A2_PTR, Reg.R2PTR: R2_PTR}
+    m, pka = pair_machine(True, VICTOR, build_dir / "hello.elf", bytes(ram), pair_writes(0x40010000, 64, ptrs))
+    assert pka.state.ops[OP_MONTMUL2] == 1  # the native counter: no Python call served it
+    assert pka.peek(R_PTR, 64) == montgomery(a, b, n, 64)
+    assert pka.peek(R2_PTR, 64) == montgomery(a2, b, n, 64)
+    (op,) = pka.log
+    assert (op.name, op.words, op.end_cycle - op.start_cycle) == ("MONTMUL2", 64, pka.cycles_for("montmul", 64))
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "python"])
+def test_strict_pair_chip_refuses_a2_at_or_above_n_on_either_path(build_dir, tmp_path, fast):
+    chip = tmp_path / "strict-pair.yaml"
+    chip.write_text(f"extends: {VICTOR}\nperipherals:\n  pka:\n    strict_operands: true\n")
+    ram = bytearray(3072)
+    for ptr, value in ((A_PTR, 1), (B_PTR, 2), (A2_PTR, 0xFFFF1), (N_PTR, 0xFFFF1)):
+        ram[ptr:ptr + 4] = value.to_bytes(4, "little")
+    ptrs = {Reg.APTR: A_PTR, Reg.BPTR: B_PTR, Reg.NPTR: N_PTR, Reg.RPTR: R_PTR, Reg.A2PTR: A2_PTR, Reg.R2PTR: R2_PTR}
+    _, pka = pair_machine(fast, chip, build_dir / "hello.elf", bytes(ram), pair_writes(0x40010000, 1, ptrs))
+    assert pka.state.flags & SR_OPERRF
+    assert not pka.operations and pka.state.ops[OP_MONTMUL2] == 0

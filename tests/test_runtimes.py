@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -278,3 +279,60 @@ def test_same_output_and_exit_code_as_qemu(board, rt, runtime, check, tmp_path):
     if runtime == "picolibc":  # one console (SYS_WRITEC): QEMU shows it on stderr, pkasim on stdout
         got, want = (got[0], got[1] + got[2]), (want[0], want[1] + want[2])
     assert got == want
+
+
+# --------------------------------------------------------------------------- a stock rdimon build
+
+def _doc_recipe(repo: Path) -> tuple[str, str]:
+    """hello.c and the shell recipe of docs/semihosting.md, "A stock --specs=rdimon.specs build"."""
+    text = (repo / "docs" / "semihosting.md").read_text()
+    after = text.split("<!-- tests/test_runtimes.py runs the next two blocks -->", 1)[1]
+    c, sh = re.findall(r"^```(?:c|sh)\n(.*?)^```", after, re.M | re.S)[:2]
+    return c, sh
+
+
+@pytest.fixture(scope="module")
+def stock(repo: Path, tmp_path_factory) -> Path:
+    """A directory with the page's hello.c, and PKASIM: a checkout whose .venv runs this
+    interpreter (the recipe calls $PKASIM/.venv/bin/python and .../pkasim)."""
+    why = _missing("newlib")
+    if why:
+        pytest.skip(why)
+    work = tmp_path_factory.mktemp("rdimon")
+    checkout = work / "pkasim"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    for name in ("configs", "firmware"):
+        (checkout / name).symlink_to(repo / name)
+    for name, command in (("python", sys.executable), ("pkasim", f"{sys.executable} -m pkasim.cli.main")):
+        wrapper = checkout / ".venv" / "bin" / name  # a script, not a symlink: a venv's python finds its
+        wrapper.write_text(f"#!/bin/sh\nexec {command} \"$@\"\n")  # packages from its own path
+        wrapper.chmod(0o755)
+    (work / "hello.c").write_text(_doc_recipe(repo)[0])
+    return work
+
+
+def test_a_plain_rdimon_build_is_refused_for_its_missing_vector_table(stock):
+    subprocess.run(["arm-none-eabi-gcc", *ARCH, "--specs=rdimon.specs", "hello.c", "-o", "plain.elf"], cwd=stock,
+                   check=True)
+    done = pkasim("run", "plain.elf", cwd=stock)
+    assert done.returncode == 65
+    assert done.stderr == (b"pkasim: error: plain.elf: no vector table at 0x00000000 "
+                           b"(the core reads SP and PC from there at reset)\n")
+
+
+def test_the_documented_rdimon_recipe_runs_on_pkasim(stock, repo):
+    env = dict(os.environ, PKASIM=str(stock / "pkasim"), PYTHONPATH=str(repo))
+    done = subprocess.run(["bash", "-c", _doc_recipe(repo)[1]], cwd=stock, env=env, capture_output=True,
+                          timeout=600)
+    assert done.returncode == 3, done.stderr  # main's return value, through pkasim run
+    assert done.stdout == b"hello from newlib on pkasim\n"
+
+
+def test_the_documented_rdimon_recipe_gives_the_same_on_qemu(stock, repo):
+    why = _qemu_missing()
+    if why:
+        pytest.skip(why)
+    elf = stock / "hello.elf"
+    if not elf.exists():
+        test_the_documented_rdimon_recipe_runs_on_pkasim(stock, repo)
+    assert qemu(elf, cwd=stock) == (3, b"hello from newlib on pkasim\n", b"")

@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pkasim.base.errors import Terminated
 from pkasim.sweep.cache import ResultCache
 from pkasim.sweep.engines import DaskEngine, LocalEngine
 from pkasim.sweep.grid import expand
@@ -222,6 +223,21 @@ def test_an_interrupted_sweep_keeps_what_finished(tmp_path, build_dir):
     assert run.interrupted and len(run.rows) == 2 and run.computed == 2
     rest = run_sweep(sweep, expand(sweep), LocalEngine(2), ResultCache(tmp_path / "c.sqlite"))
     assert rest.cached == 2 and rest.computed == 6
+
+
+def test_a_terminated_sweep_keeps_what_finished_and_says_terminated(tmp_path, build_dir):
+    """SIGTERM's exception (the command line raises Terminated) stops a sweep as Ctrl-C
+    does; the command then exits 143 instead of 130."""
+    sweep = reduced()
+    stop = []
+
+    def terminate(n: int, cached: bool) -> None:
+        stop.append(n)
+        if len(stop) == 2:
+            raise Terminated
+
+    run = run_sweep(sweep, expand(sweep), LocalEngine(2), ResultCache(tmp_path / "c.sqlite"), terminate)
+    assert run.interrupted and run.terminated and len(run.rows) == 2
 
 
 def _sigint_default() -> None:

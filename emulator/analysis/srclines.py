@@ -68,6 +68,10 @@ class SourceLines:
             return None
         return name, line
 
+    def rows(self) -> list[tuple[int, int, str | None, int]]:
+        """Every line-table row: (start address, end address, file, line), by address."""
+        return list(self._rows)
+
     def describe(self, addr: int) -> str:
         """``file:line`` (the path relative to the working directory when below it), or ''."""
         where = self.at(addr)

@@ -25,6 +25,8 @@ EXIT_IO = 74  # output that cannot be written (a full disk, a pipe closed by its
 EXIT_CONFIG = 78  # a bad chip description (YAML)
 EXIT_BUDGET = 124  # --max-cycles reached before the firmware exited
 EXIT_LOCKUP = 125  # the core locked up (a fault inside HardFault)
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + the signal's number, as a shell reports it
+EXIT_TERMINATED = 143  # SIGTERM (kill PID): 128 + 15
 
 
 class PkasimError(Exception):
@@ -70,3 +72,9 @@ class OutputError(PkasimError):
     --json file on a full disk. The run stops, since what it produces is lost."""
 
     exit_code = EXIT_IO
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived (pkasim's handler raises it). A KeyboardInterrupt, so that
+    whatever cleans up after Ctrl-C (a sweep keeps its finished points) does the same
+    here; the command line then ends with one line and EXIT_TERMINATED."""

@@ -42,6 +42,7 @@ PERIPHERAL_PARAMS: dict[str, tuple[str, ...]] = {
     "scb": ("cpuid",),
     "pka": ("ram_size", "max_words", "digit_bits", "timing", "strict_operands", "clock_hz", "montmul_pair"),
     "usb": ("oscillator",),
+    "trng": ("seed", "word_cycles", "reseed_cycles", "fail_after"),
 }
 PERIPHERAL_TYPES = tuple(PERIPHERAL_PARAMS)
 
@@ -487,6 +488,7 @@ _MODELS = {
     "scb": ("pkasim.peripherals.scb", "Scb"),
     "pka": ("pkasim.peripherals.pka", "Pka"),
     "usb": ("pkasim.peripherals.usb", "Usb"),
+    "trng": ("pkasim.peripherals.trng", "Trng"),
 }
 # Every ARMv6-M core has an NVIC and an SCB at these addresses (ARMv6-M ARM B3.4,
 # B3.2); a chip file that does not list them still gets them, under these names.

@@ -1,4 +1,5 @@
-"""The ``pkasim bench`` command: runs the jobs of pkasim.rsa.bench and shows the figures."""
+"""The ``pkasim bench`` command: runs the jobs of pkasim.rsa.bench and pkasim.ecc.bench
+and shows the figures, the RSA rows and the ECC rows in one table."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from rich.table import Table
 from pkasim.base import resources
 from pkasim.base.errors import UsageError
 from pkasim.chip.config import DEFAULT_CHIP, DEFAULT_CONFIG, load_config
+from pkasim.ecc.bench import ECC_JOBS, PUBLISHED_M0, EccJob, EccJobResult, ecc_ratios, run_ecc_job
 from pkasim.rsa.bench import BUILD_DIR, JOBS, ConfigResult, JobResult, ratios, run_job, to_json
 
-HELP = "RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips"
+HELP = "RSA-2048 vs RSA-4096 (xRSA) vs software, and the ECC operations, on one or more chips"
+ALL_JOBS = (*JOBS, *ECC_JOBS)
 
 RATIO_TEXT = {
     "rsa4096_xrsa_vs_rsa2048_pka": "RSA-4096 by xRSA (paper variant) vs RSA-2048 on the PKA",
@@ -31,6 +34,18 @@ RATIO_TEXT = {
     "rsa4096_win_vs_rsa2048_win": "fixed window: RSA-4096 vs RSA-2048",
     "rsa4096_win_sram_vs_win": "RSA-4096 fixed window: table in SRAM vs in PKA RAM",
 }
+for _job in ECC_JOBS:
+    if _job.engine == "pka":
+        _name = _job.label.rsplit(",", 1)[0]
+        RATIO_TEXT[f"{_job.key}_software_vs_pka"] = f"{_name}: software vs PKA"
+        if _job.key in PUBLISHED_M0:
+            RATIO_TEXT[f"{_job.key}_published_m0_vs_pka"] = f"{_name}: {PUBLISHED_M0[_job.key][1]} vs this PKA"
+for _job in ECC_JOBS:
+    if _job.engine == "pka":
+        RATIO_TEXT[f"{_job.key}_software_vs_pka"] = f"{_job.label.rsplit(',', 1)[0]}: software vs PKA"
+        if _job.key in PUBLISHED_M0:
+            RATIO_TEXT[f"{_job.key}_published_m0_vs_pka"] = (f"{_job.label.rsplit(',', 1)[0]}: {PUBLISHED_M0[_job.key][1]}"
+                                                              " vs this PKA")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="write every figure as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="FILE", help="write a chart (.png or .svg; needs pkasim[plot])")
     p.add_argument("--only", action="append", default=[], metavar="JOB",
-                   help="run only these jobs (repeatable): " + ", ".join(j.key for j in JOBS))
+                   help="run only these jobs (repeatable): " + ", ".join(j.key for j in ALL_JOBS))
     p.add_argument("--build-dir", default=None, help="where the firmware images are (default: the bundled images)")
 
 
@@ -53,10 +68,10 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
         console = Console(file=console.file, highlight=False, width=150)  # tables are read in logs too
     configs = args.config or [str(DEFAULT_CONFIG)]
     chips = [(path, load_config(path)) for path in configs]
-    jobs = [j for j in JOBS if not args.only or j.key in args.only]
-    unknown = set(args.only) - {j.key for j in JOBS}
+    jobs = [j for j in ALL_JOBS if not args.only or j.key in args.only]
+    unknown = set(args.only) - {j.key for j in ALL_JOBS}
     if unknown:
-        raise UsageError(f"unknown job {', '.join(sorted(unknown))} (known: {', '.join(j.key for j in JOBS)})")
+        raise UsageError(f"unknown job {', '.join(sorted(unknown))} (known: {', '.join(j.key for j in ALL_JOBS)})")
     build = Path(args.build_dir) if args.build_dir else BUILD_DIR
     for job in jobs:  # every image is there before the first job runs
         resources.image(job.image, build if args.build_dir else None)
@@ -67,17 +82,23 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
                   console=console, transient=True, disable=not console.is_terminal) as bar:
         overall = bar.add_task("bench", total=len(jobs) * len(chips), status="")
         for path, cfg in chips:
-            done: list[JobResult] = []
+            done: list[JobResult | EccJobResult] = []
             for job in jobs:
                 bar.update(overall, description=f"{job.label} on {Path(path).name}", status="")
 
                 def tick(cycles: int, hz: int = cfg.core.clock_hz) -> None:
                     bar.update(overall, status=f"{cycles / hz:.2f} s modeled")
 
-                done.append(run_job(cfg, job, build, progress=tick))
+                if isinstance(job, EccJob):
+                    done.append(run_ecc_job(cfg, job, build, progress=tick))
+                else:
+                    done.append(run_job(cfg, job, build, progress=tick))
                 bar.advance(overall)
+            rsa_done = [j for j in done if isinstance(j, JobResult)]
+            ecc_done = [j for j in done if isinstance(j, EccJobResult)]
             results.append(ConfigResult(config=path, chip=cfg.chip, clock_hz=cfg.core.clock_hz,
-                                        muls_cycles=cfg.core.muls_cycles, jobs=done, ratios=ratios(done)))
+                                        muls_cycles=cfg.core.muls_cycles, jobs=done,
+                                        ratios=ratios(rsa_done) | ecc_ratios(ecc_done)))
 
     for res in results:
         _print_config(console, res)
@@ -96,7 +117,8 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
         console.print(f"chart written to {args.plot}")
     failed = [j for r in results for j in r.jobs if not j.verified]
     if failed:
-        console.print(f"[red]{len(failed)} result(s) did not match m^d mod n: " + ", ".join(j.label for j in failed))
+        console.print(f"[red]{len(failed)} result(s) did not match the reference (m^d mod n, or the cryptography "
+                      "package's): " + ", ".join(j.label for j in failed))
         return 1
     return 0
 
@@ -115,10 +137,21 @@ def _print_config(console: Console, res: ConfigResult) -> None:
             "-" if j.firmware_ms is None else f"{j.firmware_ms:,}",
             f"{sum(j.pka_operations.values()):,}" if j.pka_operations else "-",
             f"{100 * j.pka_busy_share:.1f}%", f"{100 * j.cpu_only_share:.1f}%",
-            "[green]ok[/green]" if j.verified else "[red]WRONG[/red]", f"{j.wall_seconds:.1f}",
+            "[green]ok[/green]" if j.verified else "[red]WRONG[/red]", f"{j.wall_seconds:.3f}",
         )
     console.print(table)
-    console.print("efficiency: bits of result per 1000 cycles (nbits * 1000 / cycles), whatever the clock")
+    console.print("efficiency: bits of result per 1000 cycles (nbits * 1000 / cycles; 256 for the curves), "
+                  "whatever the clock")
+    ecc = [j for j in res.jobs if isinstance(j, EccJobResult)]
+    if ecc:
+        et = Table(title="ECC: hashing apart, and the emulator's speed", title_justify="left")
+        for name in ("operation", "hash", "hash cycles", "without hash", "wall / modeled (the operation again)"):
+            et.add_column(name, justify="left" if name in ("operation", "hash") else "right")
+        for j in ecc:
+            et.add_row(j.label, j.hash_function or "-", f"{j.hash_cycles:,}" if j.hash_function else "-",
+                       f"{j.cycles - j.hash_cycles:,}",
+                       f"{j.op_wall_seconds / (j.modeled_ms / 1e3):.2f}" if j.modeled_ms else "-")
+        console.print(et)
     if res.ratios:
         rt = Table(show_header=False, box=None, padding=(0, 2))
         rt.add_column()

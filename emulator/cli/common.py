@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from pkasim.base import limits
-from pkasim.base.errors import InputMissingError, LoadError, OutputError
+from pkasim.base.errors import InputMissingError, LoadError, OutputError, UsageError
 from pkasim.chip.config import DEFAULT_CHIP, load_config
 from pkasim.cli.streams import Guarded
 from pkasim.core.machine import Machine, RunResult
@@ -65,6 +65,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-dir", metavar="DIR",
                         help="let the firmware open, create, rename and remove files inside DIR through "
                              "semihosting (nothing outside it; default: no host files)")
+    parser.add_argument("--seed", type=parse_int, default=None, metavar="N",
+                        help="seed of the chip's true random number generator (its output is a deterministic "
+                             "stream from it; default: the chip file's, docs/trng.md)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary and no progress bar")
     parser.epilog = ("Arguments after -- are the firmware's command line (argv[1:]; argv[0] is FIRMWARE). "
                      "The firmware's console input is pkasim's stdin.")
@@ -111,9 +114,16 @@ class _ThroughConsole:
 
 def load_inputs(machine: Machine, args: argparse.Namespace) -> None:
     """Fill the objects that --load names (each bounded by its symbol's size, or by
-    its region's end for a symbol without one), and check the --dump symbols before the
-    run rather than after it."""
+    its region's end for a symbol without one), check the --dump symbols before the
+    run rather than after it, and give the TRNGs the --seed."""
     config = machine.config
+    seed = getattr(args, "seed", None)
+    if seed is not None:
+        generators = [dev for dev in machine.peripherals.values() if hasattr(dev, "set_seed")]
+        if not generators:
+            raise UsageError(f"--seed: the chip ({config.source}) has no random number generator")
+        for dev in generators:
+            dev.set_seed(seed)
     for symbol, path in args.load:
         addr, room, region = machine.image.extent(symbol, config)
         sized = machine.image.symbol(symbol).size

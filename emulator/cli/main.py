@@ -15,11 +15,22 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import IO
 
-from pkasim.base.errors import EXIT_INTERNAL, EXIT_IO, EXIT_OS, EXIT_USAGE, OutputError, PkasimError
+from pkasim.base.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_IO,
+    EXIT_OS,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    OutputError,
+    PkasimError,
+    Terminated,
+)
 from pkasim.cli.streams import Guarded, quiet_broken_streams, say
 
 # Every subcommand: its module (which offers add_parser(subparsers) and
@@ -27,7 +38,8 @@ from pkasim.cli.streams import Guarded, quiet_broken_streams, say
 # importing the module. tests/test_packaging.py checks each line against its module's.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pkasim.cli.run", "run a firmware image headless and report cycles"),
-    "bench": ("pkasim.cli.bench", "RSA-2048 vs RSA-4096 (xRSA) vs software, on one or more chips"),
+    "bench": ("pkasim.cli.bench", "RSA-2048 vs RSA-4096 (xRSA) vs software, and the ECC operations, on one or more "
+                                  "chips"),
     "profile": ("pkasim.cli.profile", "per-function cycle profile of a run (inclusive, exclusive, waiting, PKA)"),
     "diff": ("pkasim.cli.diff", "compare two profiles (pkasim profile --json) function by function"),
     "regress": ("pkasim.cli.regress", "check cycle, function, PKA and size metrics against reviewed baselines"),
@@ -40,6 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "card": ("pkasim.cli.card", "serve the emulated card to pcscd (vsmartcard vpcd): a PC/SC reader"),
     "ct-check": ("pkasim.cli.ctcheck", "check that control flow, memory addresses and PKA timing do not depend "
                                        "on secret inputs"),
+    "faults": ("pkasim.cli.faults", "fault-injection campaign: skip, bit flips, PKA results; outcomes per fault"),
     "configs": ("pkasim.cli.configs", "list the bundled chip files (names for --config) and sweep examples"),
     "init": ("pkasim.cli.init", "start a firmware project: C sources, linker script and a Makefile "
                                 "(zig clang or arm-none-eabi-gcc)"),
@@ -128,6 +141,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     None imports them all, "" none (``pkasim --help``, ``--version``)."""
     parser = _Parser(prog="pkasim", description="Cycle-exact emulator of an ARM SC000 MCU with a public-key accelerator.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.add_argument("-q", "--quiet", dest="quiet_first", action="store_true",
+                        help="less output (for the commands that have -q: run, profile, ct-check, sweep, gdbserver)")
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (module, help_text) in COMMANDS.items():
@@ -135,6 +150,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             importlib.import_module(module).add_parser(sub)
         else:
             sub.add_parser(name, help=help_text)
+    for each in sub.choices.values():  # -v after the command too: pkasim run fw.elf -vv
+        each.add_argument("-v", "--verbose", dest="verbose_after", action="count", default=0,
+                          help="more log output (-vv for debug); before or after the command")
     return parser
 
 
@@ -144,7 +162,25 @@ def command_of(argv: Sequence[str]) -> str:
     return next((a for a in argv if not a.startswith("-")), "")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # SIGTERM (kill PID) ends a command as Ctrl-C does, with its own line and code,
+    # instead of killing the process mid-write with no word (README, exit codes).
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (a caller's worker): leave signals alone
+        previous = None
+    try:
+        return _guarded_main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _guarded_main(argv: Sequence[str] | None) -> int:
     try:
         try:
             code = _main(argv)
@@ -160,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # argparse's own --help or usage text could not be written: nothing to say it with.
         quiet_broken_streams()
         return EXIT_IO
+    except KeyboardInterrupt as exc:  # outside a command (parsing, the last flush): the same line
+        return _interrupted(exc)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -176,7 +214,13 @@ def _main(argv: Sequence[str] | None) -> int:
         from rich.console import Console
 
         console = Console(file=Guarded(sys.stderr, "stderr"), stderr=True, highlight=False)
+        args.verbose += args.verbose_after
         _setup_logging(args.verbose)
+        if args.quiet_first:
+            if not hasattr(args, "quiet"):
+                say(f"pkasim: error: '{args.command}' has no -q (quiet) mode")
+                return EXIT_USAGE
+            args.quiet = True
         if guest_args is not None and args.command not in ("run", "profile"):
             say(f"pkasim: error: arguments after -- are the firmware's command line; '{args.command}' takes none")
             return EXIT_USAGE
@@ -186,9 +230,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except PkasimError as exc:
         say(f"pkasim: error: {exc}")
         return exc.exit_code
-    except KeyboardInterrupt:
-        say("pkasim: interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except MemoryError:  # not a bug: the host is short of memory (docs/robustness.md: what inputs cost)
         say("pkasim: error: out of host memory")
         return EXIT_OS
@@ -198,6 +241,15 @@ def _main(argv: Sequence[str] | None) -> int:
         say(f"pkasim: internal error: {type(exc).__name__}: {exc} "
             "(set PKASIM_DEBUG=1 for a traceback, and please report it)")
         return EXIT_INTERNAL
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C or SIGTERM: one line, 130 or 143 (what a shell reports for the signal)."""
+    if isinstance(exc, Terminated):
+        say("pkasim: terminated")
+        return EXIT_TERMINATED
+    say("pkasim: interrupted")
+    return EXIT_INTERRUPTED
 
 
 def _setup_logging(verbose: int) -> None:

@@ -4,8 +4,9 @@ run a grid of chips, images, key sizes, keys and inputs (docs/sweep.md).
 Reads the sweep file (pkasim.sweep.spec), expands and checks every chip before any
 run, takes what the result cache holds, runs the rest on local processes or a Dask
 cluster with a progress bar, and writes results.parquet, results.csv, summary.md and
-the plots to --out. Exit 0 when every point ran and matched m^d mod n, 1 when one did
-not, 130 after Ctrl-C (the finished points are kept: in the cache and in the tables).
+the plots to --out. Exit 0 when every point ran and matched its reference (m^d mod n, or
+cryptography's for a curve job), 1 when one did not, 130 after Ctrl-C, 143 after
+SIGTERM (the finished points are kept: in the cache and in the tables).
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from pkasim.base.errors import UsageError
+from pkasim.base.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, UsageError
 from pkasim.base.extras import need
 from pkasim.cli.common import write_text
 
 EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
 
 
 def _jobs(text: str) -> int:
@@ -117,9 +117,10 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if not args.quiet:
         _print(console, sweep, run, written)
     if run.interrupted:
-        console.print(f"[yellow]interrupted: {len(run.rows)} of {run.total} points done (kept in the cache "
-                      "and the tables); run the same command again to finish[/yellow]")
-        return EXIT_INTERRUPTED
+        console.print(f"[yellow]{'terminated' if run.terminated else 'interrupted'}: {len(run.rows)} of "
+                      f"{run.total} points done (kept in the cache and the tables); run the same command "
+                      "again to finish[/yellow]")
+        return EXIT_TERMINATED if run.terminated else EXIT_INTERRUPTED
     if run.failed:
         console.print(f"[red]{run.failed} point(s) failed:[/red] " + "; ".join(run.errors[:5]
                       or [f"point {r['point']}: {r['error']}" for r in run.rows if not r["verified"]][:5]))

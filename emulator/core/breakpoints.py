@@ -1,5 +1,12 @@
 """Breakpoints: a Unicorn code hook on each address, so a run pays nothing for them
-until one is hit (Unicorn calls a code hook only at its own address)."""
+until one is hit (Unicorn calls a code hook only at its own address).
+
+A breakpoint may carry a condition, ``condition(cycle, number)`` of the instruction
+about to execute (the cycle it starts at, its instruction number counted from load):
+the run stops only when it returns true. It costs a Python call per execution of its
+address, nothing elsewhere; fault campaigns use it to stop before the n-th
+instruction (docs/faults.md).
+"""
 
 from __future__ import annotations
 
@@ -9,19 +16,28 @@ from unicorn import UC_HOOK_CODE, Uc
 
 from pkasim.core.cpu import Core
 
+Condition = Callable[[int, int], bool]
+
 
 class Breakpoints:
     """Addresses where ``run()`` stops before the instruction executes."""
 
-    def __init__(self, core: Core, on_hit: Callable[[int], None]) -> None:
+    def __init__(self, core: Core, on_hit: Callable[[int], None],
+                 position: Callable[[int], tuple[int, int]] | None = None) -> None:
         self.core = core
         self.on_hit = on_hit
+        self.position = position  # address -> (cycle, instruction number) of the instruction there
         self.addresses: set[int] = set()
         self.skip: int | None = None  # the one to step over when resuming from it
+        self.conditions: dict[int, Condition] = {}
         self._hooks: dict[int, int] = {}
 
-    def add(self, addr: int) -> None:
+    def add(self, addr: int, condition: Condition | None = None) -> None:
         addr &= ~1
+        if condition is not None:
+            self.conditions[addr] = condition
+        else:
+            self.conditions.pop(addr, None)
         if addr in self._hooks:
             return
         self.addresses.add(addr)
@@ -31,6 +47,7 @@ class Breakpoints:
     def remove(self, addr: int) -> None:
         addr &= ~1
         self.addresses.discard(addr)
+        self.conditions.pop(addr, None)
         handle = self._hooks.pop(addr, None)
         if handle is not None:
             self.core.uc.hook_del(handle)
@@ -39,5 +56,8 @@ class Breakpoints:
     def _hook(self, uc: Uc, address: int, size: int, _: object) -> None:
         if address == self.skip:
             self.skip = None
+            return
+        condition = self.conditions.get(address)
+        if condition is not None and self.position is not None and not condition(*self.position(address)):
             return
         self.on_hit(address)

@@ -73,4 +73,8 @@ def _build_extra(config: ChipConfig, pc: PeripheralConfig, clock: Clock, irq: Ca
         from pkasim.peripherals.usb import Usb
 
         return Usb.from_config(pc, clock=clock, irq=irq or (lambda: None))
+    if pc.type == "trng":
+        from pkasim.peripherals.trng import Trng
+
+        return Trng.from_config(pc, clock=clock, irq=irq or (lambda: None))
     raise LoadError(f"{config.source}: peripherals.{pc.name}: type '{pc.type}' has no model")

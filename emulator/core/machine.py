@@ -292,6 +292,19 @@ class Machine:
         core.wr(A.UC_ARM_REG_SP, sp)
         return self.cycles - before
 
+    def skip(self, count: int = 1) -> None:
+        """Do not execute the ``count`` instructions at PC (in memory order): PC moves
+        past them and each counts as one instruction of one cycle, the NOP that an
+        instruction-skip fault makes of it (docs/faults.md). Between runs only."""
+        pc = self.pc
+        for _ in range(count):
+            hw = int.from_bytes(self.read_memory(pc, 2), "little")
+            pc += 4 if hw >> 11 >= 0x1D else 2
+        self.set_reg("pc", pc)
+        s = self.core.state
+        s.cycles += count
+        s.insns += count
+
     def _resolve(self, where: int | str) -> int:
         if isinstance(where, int):
             return where & ~1
@@ -408,15 +421,19 @@ class Machine:
     def debugger_attached(self, value: bool) -> None:
         self._loop.debugger_attached = value
 
-    def add_breakpoint(self, addr: int) -> None:
-        self._loop.add_breakpoint(addr)
+    def add_breakpoint(self, addr: int, condition: Callable[[int, int], bool] | None = None) -> None:
+        """Stop ``run()`` before the instruction at ``addr`` executes. With ``condition``,
+        only when ``condition(cycle, number)`` is true for that execution (the cycle it
+        starts at, its instruction number counted from load): a Python call per pass at
+        ``addr``. Resuming from the stop passes it once, as for any breakpoint."""
+        self._loop.add_breakpoint(addr, condition)
         self._place_wfi_hooks()
-        self._loop.forget_loop_verdicts()
+        self._loop.forget_loop_verdicts(within=[(addr & ~1, (addr & ~1) + 2)])
 
     def remove_breakpoint(self, addr: int) -> None:
         self._loop.remove_breakpoint(addr)
         self._place_wfi_hooks()
-        self._loop.forget_loop_verdicts()
+        self._loop.forget_loop_verdicts(within=[(addr & ~1, (addr & ~1) + 2)])
 
     def add_watchpoint(self, where: int | str, size: int | None = None, kind: str = "write") -> Watchpoint:
         """Stop ``run()`` at the instruction that writes (``kind="write"``), reads
@@ -519,15 +536,10 @@ class Machine:
         (the Tarmac trace); returns a handle for ``remove_instruction_hook``. While it is
         on, the range is never skipped: loops there are not fast-forwarded (idle.c) and
         a WFI there sleeps after the callback has seen it."""
-        core, settler = self.core, self._loop._settler
+        core, position = self.core, self._loop.position
 
         def hook(uc: object, address: int, size: int, _: object) -> None:
-            cycle, insns = core.cycles, core.instructions
-            s = core.state
-            if s.cur_valid and s.cur_start <= address < s.cur_end:
-                cost, n = settler.cost_before(address)
-                cycle, insns = cycle + cost, insns + n
-            callback(address, size, cycle, insns)
+            callback(address, size, *position(address))
 
         handle = core.uc.hook_add(UC_HOOK_CODE, hook, begin=begin, end=max(begin, end - 1))
         self._insn_hooks[handle] = (begin, max(begin + 1, end))

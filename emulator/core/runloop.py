@@ -54,7 +54,11 @@ from pkasim.peripherals.nvic import SVCALL, Nvic
 guest_log = logging.getLogger("pkasim.guest")
 
 CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
-PROGRESS_EVERY = 1 << 24  # cycles between progress callbacks on long runs
+# Cycles between the run loop's ticks: it calls ``progress`` there, and the engine
+# returns to Python at least that often, so a signal (Ctrl-C, SIGTERM) is acted on
+# within about 0.1 s of wall time even in a loop that makes no other stop. Every run
+# takes the same ticks, whether it reports progress or not.
+PROGRESS_EVERY = 1 << 24
 INSN_WFI, INSN_WFE, INSN_YIELD = 0xBF30, 0xBF20, 0xBF10
 
 
@@ -73,7 +77,8 @@ class RunLoop:
         self.describe = describe
         self.reset = reset
         self.clock_hz = clock.hz
-        self._bps = Breakpoints(core, self._on_breakpoint)
+        self._settler = Settler(core)
+        self._bps = Breakpoints(core, self._on_breakpoint, self.position)
         self.watch = Watchpoints(core, self._on_watch)
         self.watch_after = True  # a watchpoint stops after the accessing instruction (else before it)
         self.last_watch: WatchHit | None = None  # the hit the last run() or step() stopped at or saw
@@ -81,7 +86,6 @@ class RunLoop:
         self._py_stop: tuple | None = None
         self._mem_fault: tuple[str, int] | None = None
         self._progress: Callable[[int], None] | None = None
-        self._settler = Settler(core)
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
@@ -108,7 +112,8 @@ class RunLoop:
         at it afresh."""
         self.core.lib.pk_native_changed(self.core.state_ref)
         self.core.lib.pk_native_due(self.core.state_ref)
-        self.clock.run_due()
+        if self.clock.run_due():
+            self.core.state.dev_events += 1  # an idle loop's registers may predate the event (idle.c)
 
     # ------------------------------------------------------------------ running
     def run(self, max_cycles: int | None, until: int | None,
@@ -139,7 +144,7 @@ class RunLoop:
 
     def _loop(self, budget: int | None, until: int | None) -> RunResult:
         core = self.core
-        next_progress = core.cycles + PROGRESS_EVERY if self._progress else None
+        next_progress = core.cycles + PROGRESS_EVERY
         try:
             while True:
                 self.run_due()
@@ -147,8 +152,9 @@ class RunLoop:
                     self.exc.take_pending()
                 if budget is not None and core.cycles >= budget:
                     raise Stop(StopReason.BUDGET, f"cycle budget of {budget:,} cycles reached")
-                if next_progress is not None and core.cycles >= next_progress:
-                    self._progress(core.cycles)
+                if core.cycles >= next_progress:
+                    if self._progress is not None:
+                        self._progress(core.cycles)
                     next_progress = core.cycles + PROGRESS_EVERY
                 py_next = self.clock.next_deadline()
                 if core.sleeping:
@@ -559,8 +565,19 @@ class RunLoop:
     def breakpoints(self) -> set[int]:
         return self._bps.addresses
 
-    def add_breakpoint(self, addr: int) -> None:
-        self._bps.add(addr)
+    def add_breakpoint(self, addr: int, condition: Callable[[int, int], bool] | None = None) -> None:
+        self._bps.add(addr, condition)
+
+    def position(self, address: int) -> tuple[int, int]:
+        """(cycle, instruction number) of the instruction at ``address`` about to execute,
+        from a code hook: the committed counts plus the part of the current block before it."""
+        core = self.core
+        cycle, insns = core.cycles, core.instructions
+        s = core.state
+        if s.cur_valid and s.cur_start <= address < s.cur_end:
+            cost, n = self._settler.cost_before(address)
+            cycle, insns = cycle + cost, insns + n
+        return cycle, insns
 
     def remove_breakpoint(self, addr: int) -> None:
         self._bps.remove(addr)
@@ -673,15 +690,21 @@ class RunLoop:
         if len(self._loops) < native.VERDICTS:
             self._loops[(key, end)] = start
 
-    def forget_loop_verdicts(self, until: int | None = None) -> None:
+    def forget_loop_verdicts(self, until: int | None = None, within: list[tuple[int, int]] | None = None) -> None:
         """Code, breakpoints or the run's 'until' changed: decide every loop again.
         The loops seen so far are decided now, from their code as it is now (the
         decision on the code itself is remembered, cycles.loop_can_idle), so the run
-        need not stop at each of them to ask again."""
+        need not stop at each of them to ask again. With ``within`` (address ranges
+        [lo, hi) where code or breakpoints changed), only the loops that overlap them."""
         s = self.core.state
+        s.loop_start = 0xFFFFFFFF
+        if within is not None:
+            for (key, end), start in list(self._loops.items()):
+                if any(start < hi and lo < end for lo, hi in within):
+                    self._loop_verdict(start, end, until, key)
+            return
         ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
         ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
-        s.loop_start = 0xFFFFFFFF
         for (key, end), start in list(self._loops.items()):
             self._loop_verdict(start, end, until, key)
 

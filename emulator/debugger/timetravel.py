@@ -42,7 +42,7 @@ from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE
 from pkasim.base.errors import PkasimError
 from pkasim.core.machine import Machine
 from pkasim.core.results import RunResult, StopReason
-from pkasim.debugger.snapshot import LogArchive, Snapshot, capture, restore
+from pkasim.core.snapshot import LogArchive, Snapshot, capture, restore
 
 DEFAULT_INTERVAL = 1_000_000  # cycles between snapshots (docs/debugger.md: the cost per interval)
 DEFAULT_MAX_SNAPSHOTS = 4096  # beyond it, every other snapshot is dropped

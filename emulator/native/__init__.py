@@ -156,6 +156,8 @@ class PkState(ctypes.Structure):
         ("py_next", ctypes.c_uint64),
         ("py_reads", ctypes.c_uint64),
         ("loop_py_reads", ctypes.c_uint64),
+        ("dev_events", ctypes.c_uint64),
+        ("loop_dev_events", ctypes.c_uint64),
         ("loop_since", ctypes.c_uint64),
         ("loop_start", ctypes.c_uint32),
         ("loop_count", ctypes.c_uint32),

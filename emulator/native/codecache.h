@@ -47,7 +47,7 @@ typedef struct {
 typedef struct pk_code pk_code;
 
 /* One register-addressed word or halfword access of a block (pk_code_accesses). */
-#define PK_ACC_MAX 16
+#define PK_ACC_MAX 64  /* unrolled copy loops of the ECC firmware have 32 or more */
 typedef struct {
     uint32_t cost;    /* cycles of the block before the accessing instruction */
     int8_t rn, rm;    /* address = rn + rm (-1: none) + imm, from the live registers */

@@ -9,9 +9,12 @@
  * `ldr; tst; beq out` four times, then `bne start`), (2) Python has checked its code
  * once (runloop.py RunLoop._loop_verdict: loads, arithmetic, compares and branches
  * only; no store, call, system instruction or breakpoint), (3) the registers (r0-r12,
- * SP, LR, APSR) at the start of two consecutive iterations are identical, and (4) no
+ * SP, LR, APSR) at the start of two consecutive iterations are identical, (4) no
  * device read in between was served by Python (a Python device may change by itself,
- * SysTick's CVR does; the native PKA's registers hold until its next event). Then
+ * SysTick's CVR does; the native PKA's registers hold until its next event), and (5)
+ * no device event fired in between (in a loop of several blocks the event may fall
+ * after the iteration's read of the device: the registers then still hold the value
+ * read before it, though the device has changed). Then
  * every further iteration is the same until an event (a device event, an interrupt,
  * the budget). A one-block loop takes the count past the next event at once (k
  * iterations of c cycles), where the event fires at the block boundary as it would
@@ -60,7 +63,8 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
     }
     for (int r = 0; r < 15; r++) s->reg_read(s->uc, s->regids[r], &regs[r]);
     s->reg_read(s->uc, s->apsr_regid, &regs[15]);
-    if (s->loop_have && s->py_reads == s->loop_py_reads && memcmp(regs, s->loop_regs, sizeof regs) == 0) {
+    if (s->loop_have && s->py_reads == s->loop_py_reads && s->dev_events == s->loop_dev_events &&
+        memcmp(regs, s->loop_regs, sizeof regs) == 0) {
         uint64_t native = pk_native_next(s);
         if (native == PK_NO_EVENT && s->py_next == PK_NO_EVENT) {
             s->stop_reason = STOP_STUCK;
@@ -81,6 +85,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
     memcpy(s->loop_regs, regs, sizeof regs);
     s->loop_have = 1;
     s->loop_py_reads = s->py_reads;
+    s->loop_dev_events = s->dev_events;
     return 0;
 }
 

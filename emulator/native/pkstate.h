@@ -113,6 +113,8 @@ typedef struct {
     uint64_t py_next;           /* Python's next clock event, PK_NO_EVENT if none */
     uint64_t py_reads;          /* device reads served by Python (may change by themselves) */
     uint64_t loop_py_reads;
+    uint64_t dev_events;        /* device events fired (native or Python): device state changed */
+    uint64_t loop_dev_events;
     uint64_t loop_since;        /* cycle count when the current self-loop began */
     uint32_t loop_start, loop_count, loop_have;
     uint32_t loop_end;          /* a loop of several blocks: its code is [loop_start, loop_end) */

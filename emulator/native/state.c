@@ -174,7 +174,10 @@ void pk_native_due(pk_state *s) {
     if (s->cycles < s->native_min) return;
     for (uint32_t i = 0; i < s->n_devices; i++) {
         pk_device *d = &s->devices[i];
-        while (d->next(d->dev) <= s->cycles) d->due(d->dev);
+        while (d->next(d->dev) <= s->cycles) {
+            d->due(d->dev);
+            s->dev_events++;
+        }
     }
     s->native_min = pk_native_next(s);
 }

@@ -2,7 +2,9 @@
 
 Both call ``run_guarded`` on a Task and hand each finished point to ``done`` at once,
 in the order they finish, so the caller stores it before the next one arrives: an
-interrupted or broken sweep loses only the points still running.
+interrupted or broken sweep loses only the points still running. Other grids of work
+(``pkasim faults``' chunks of faults) give their own ``call``: a picklable function of
+one task that returns (result, None) or (None, a one-line error), as run_guarded does.
 
 * ``LocalEngine``: concurrent.futures' ProcessPoolExecutor with ``--jobs`` worker
   processes (forkserver start: the model's modules are imported once, not per
@@ -73,16 +75,17 @@ class LocalEngine:
         self.jobs = jobs or cores()
         self.workers: list[int] = []  # the pids of the current pool (the tests kill one)
 
-    def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done, call: Callable[[Any], Any] = run_guarded,
+            preload: Sequence[str] = ("pkasim.sweep.point",)) -> None:
         pending = dict(tasks)
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["pkasim.sweep.point"])
+        context.set_forkserver_preload(list(preload))
         restarts = 0
         while pending:
             pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(pending)), mp_context=context,
                                        initializer=_ignore_sigint)
             try:
-                futures = {pool.submit(run_guarded, task): tid for tid, task in pending.items()}
+                futures = {pool.submit(call, task): tid for tid, task in pending.items()}
                 self.workers = [p.pid for p in getattr(pool, "_processes", {}).values()]
                 for fut in as_completed(futures):
                     try:
@@ -122,11 +125,11 @@ class DaskEngine:
                                        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
                                        ) from None
 
-    def run(self, tasks: Sequence[tuple[str, Task]], done: Done) -> None:
+    def run(self, tasks: Sequence[tuple[str, Any]], done: Done, call: Callable[[Any], Any] = run_guarded,
+            prefix: str = "pkasim-sweep") -> None:
         from distributed import as_completed as dask_completed
 
-        futures = {self.client.submit(run_guarded, task, key=f"pkasim-sweep-{tid}", pure=False): tid
-                   for tid, task in tasks}
+        futures = {self.client.submit(call, task, key=f"{prefix}-{tid}", pure=False): tid for tid, task in tasks}
         try:
             for fut in dask_completed(futures):
                 tid = futures[fut]

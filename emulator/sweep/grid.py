@@ -54,10 +54,14 @@ class Point:
     key_bits: int
     key: int
     message: int
+    ecc_job: str = ""  # an ECC point: pkasim bench's ECC job it runs (key_bits is then 256)
 
     @property
     def algorithm(self) -> str:
-        """What the RSA firmware runs here; it decides from MAXLEN alone (firmware/src/rsa.c)."""
+        """What the RSA firmware runs here; it decides from MAXLEN alone (firmware/src/rsa.c).
+        An ECC point's algorithm is its job (p256-sign, x25519, ...)."""
+        if self.ecc_job:
+            return self.ecc_job
         if self.key_bits == 2048:
             return "CRT" if self.chip.max_words >= 32 else "none"
         return "native" if self.chip.max_words >= 128 else "xRSA"
@@ -140,7 +144,13 @@ def _check_models(config: ChipConfig, names: list[str], combo: tuple) -> None:
 
 def expand(sweep: Sweep) -> list[Point]:
     """The points in a fixed order: chip combinations outermost, then firmware, key
-    size, key, message."""
+    size, key, message; then the curve jobs (one point each: their inputs are the
+    bench's fixed ones, and the constant-time firmware takes the same cycles for any)."""
+    ecc = {}
+    if sweep.curve_jobs:
+        from pkasim.ecc.bench import ECC_JOBS
+
+        ecc = {j.key: j for j in ECC_JOBS}
     points = []
     for chip in chips(sweep):
         for fw in sweep.firmware:
@@ -149,4 +159,7 @@ def expand(sweep: Sweep) -> list[Point]:
                 for key in range(sweep.keys):
                     for msg in range(sweep.messages):
                         points.append(Point(len(points), chip, fw, image, bits, key, msg))
+        for name in sweep.curve_jobs:
+            job = ecc[name]
+            points.append(Point(len(points), chip, job.image, sweep.build_dir / job.image, 256, 0, 0, name))
     return points

@@ -4,12 +4,14 @@ or a Dask worker receives), its cache key, and the run itself.
 The run is ``pkasim.rsa.bench.run_job``: one RSA private-key operation measured from
 the entry of ``rsa_private`` to its return and checked against Python integers
 (m^d mod n), with the sweep's key and message and, when per-function cycles are
-asked for, the profiler attached. The result is plain data: exact model figures only
+asked for, the profiler attached; for a curve job, ``pkasim.ecc.bench.run_ecc_job``
+(one ECC operation, checked against ``cryptography``). The result is plain data: exact model figures only
 (nothing from the host), so a cached result is the result.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -21,6 +23,7 @@ from typing import Any
 
 from pkasim.base.errors import PkasimError
 from pkasim.chip.config import ChipConfig
+from pkasim.ecc.bench import ECC_JOBS, run_ecc_job
 from pkasim.rsa.bench import Job, run_job
 from pkasim.rsa.rsakey import RsaKey
 
@@ -35,10 +38,11 @@ class Task:
     elf: bytes
     elf_sha256: str
     image: str
-    key: RsaKey
+    key: RsaKey | None  # None for a curve job
     message: int
     profile: bool
     version: str  # the pkasim the cache key was made with: a worker running another refuses
+    ecc_job: str = ""  # a curve job (pkasim.ecc.bench.ECC_JOBS): its fixed inputs, no key
 
 
 @lru_cache(maxsize=1)
@@ -72,8 +76,9 @@ def cache_key(task: Task, description: Any) -> str:
     result layout and the pkasim version."""
     what = {
         "schema": RESULT_SCHEMA, "version": task.version, "elf": task.elf_sha256,
-        "chip": description, "key": [task.key.nbits, task.key.e, str(task.key.p), str(task.key.q)],
-        "message": str(task.message), "profile": task.profile,
+        "chip": description,
+        "key": [task.key.nbits, task.key.e, str(task.key.p), str(task.key.q)] if task.key is not None else None,
+        "message": str(task.message), "profile": task.profile, "ecc_job": task.ecc_job,
     }
     text = json.dumps(what, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -101,9 +106,13 @@ def run_point(task: Task) -> dict[str, Any]:
                           "install the same pkasim on every worker")
     profiler = Profiler() if task.profile else None
     path = _image_file(task)
-    job = Job(key=task.image, label=task.image, image=str(path), nbits=task.key.nbits, engine="pka")
-    res = run_job(task.config, job, path.parent, key=task.key, msg=task.message,
-                  attach=(lambda m: m.observe(profiler)) if profiler is not None else None)
+    attach = (lambda m: m.observe(profiler)) if profiler is not None else None
+    if task.ecc_job:
+        ecc = next(j for j in ECC_JOBS if j.key == task.ecc_job)
+        res = run_ecc_job(task.config, dataclasses.replace(ecc, image=path.name), path.parent, attach=attach)
+    else:
+        job = Job(key=task.image, label=task.image, image=str(path), nbits=task.key.nbits, engine="pka")
+        res = run_job(task.config, job, path.parent, key=task.key, msg=task.message, attach=attach)
     out: dict[str, Any] = {
         "verified": res.verified, "cycles": res.cycles, "instructions": res.instructions,
         "clock_hz": task.config.core.clock_hz, "firmware_ms": res.firmware_ms,

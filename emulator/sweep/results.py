@@ -106,10 +106,15 @@ def _fmt(value: Any) -> str:
 
 def markdown(sweep: Sweep, rows: list[dict[str, Any]], counts: dict[str, int]) -> str:
     """The summary: what ran, the goal's answer, a table of the groups' means, failures."""
+    checks = []
+    if sweep.firmware:
+        checks.append("the RSA results against m^d mod n computed with Python integers")
+    if sweep.curve_jobs:
+        checks.append("the ECC results against the cryptography package's")
     lines = [f"# {sweep.name}", "",
              f"Sweep file `{sweep.source}`, base chip `{sweep.chip.name}`: {counts['total']} points "
              f"({counts['computed']} computed, {counts['cached']} from the cache, {counts['failed']} failed). "
-             "Every result was checked against m^d mod n computed with Python integers.", ""]
+             f"Every result was checked: {' and '.join(checks)}.", ""]
     answers = goal_answers(sweep, rows)
     if answers:
         target = sweep.goal["ops_per_s"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pkasim.base.errors import LoadError
+from pkasim.base.errors import LoadError, Terminated
 from pkasim.sweep.cache import ResultCache
 from pkasim.sweep.grid import Point
 from pkasim.sweep.keys import cached_key, sweep_message
@@ -30,6 +30,7 @@ class SweepRun:
     computed: int = 0
     failed: int = 0
     interrupted: bool = False
+    terminated: bool = False  # ... and by SIGTERM, not Ctrl-C
     errors: list[str] = field(default_factory=list)
 
 
@@ -51,9 +52,10 @@ def tasks_for(sweep: Sweep, points: list[Point], cache: ResultCache | None = Non
     out = []
     for p in points:
         data, sha = _elf(p.image, elves)
-        key = cached_key(cache, p.key_bits, p.key)
+        key = cached_key(cache, p.key_bits, p.key) if not p.ecc_job else None
         task = Task(config=p.chip.config, elf=data, elf_sha256=sha, image=p.firmware, key=key,
-                    message=sweep_message(key, p.message), profile=bool(sweep.functions), version=pkasim_version())
+                    message=sweep_message(key, p.message) if key is not None else 0, profile=bool(sweep.functions),
+                    version=pkasim_version(), ecc_job=p.ecc_job)
         out.append((p, task, cache_key(task, p.chip.description)))
     return out
 
@@ -81,7 +83,8 @@ def row(sweep: Sweep, point: Point, key: str, result: dict[str, Any] | None, err
         for kind in ("exclusive", "inclusive", "calls"):
             out[f"{name}.{kind}"] = f[kind] if f else (0 if ok else None)
     out["verified"] = bool(ok and result["verified"])
-    out["error"] = error or ("" if not ok or result["verified"] else "result does not match m^d mod n")
+    wrong = "result does not match cryptography's" if point.ecc_job else "result does not match m^d mod n"
+    out["error"] = error or ("" if not ok or result["verified"] else wrong)
     out["cache_key"] = key
     return out
 
@@ -120,8 +123,9 @@ def run_sweep(sweep: Sweep, points: list[Point], engine: Any, cache: ResultCache
     if tasks:
         try:
             engine.run(list(tasks.items()), done)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             run.interrupted = True
+            run.terminated = isinstance(exc, Terminated)
     run.rows = [rows[i] for i in sorted(rows)]
     run.failed = sum(1 for r in run.rows if not r["verified"])
     return run

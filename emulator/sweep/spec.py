@@ -8,6 +8,7 @@
       key_bits: [2048, 4096]
       keys: 2                               # random keys per key size (keys.py)
       messages: 1                           # random messages per key
+      curve_jobs: [p256-sign, x25519]       # ECC operations (pkasim bench's ECC job names)
       chip:                                 # chip overlays, in this order
         pka.maxlen: [2048, 4096]            # generated: max_words and ram_size
         pka.digit_bits: [32, 64, 128]       # any chip key; pka.X means peripherals.pka.X
@@ -38,7 +39,7 @@ KEY_BITS = (2048, 4096)  # the sizes the RSA firmware takes (firmware/src/rsa.h)
 MAX_COUNT = 1000  # keys or messages per point: more is a typo, not a sweep
 MAX_POINTS = 100_000
 TOP_KEYS = ("name", "chip", "build_dir", "axes", "metrics", "functions", "goal", "plot")
-AXIS_KEYS = ("firmware", "key_bits", "keys", "messages", "chip")
+AXIS_KEYS = ("firmware", "key_bits", "keys", "messages", "curve_jobs", "chip")
 CHIP_SECTIONS = ("chip", "core", "memory", "peripherals")
 
 
@@ -65,6 +66,7 @@ class Sweep:
     functions: tuple[str, ...]
     goal: dict[str, Any] = field(default_factory=dict)
     plot_x: str | None = None
+    curve_jobs: tuple[str, ...] = ()  # ECC operations (pkasim.ecc.bench.ECC_JOBS keys), one point per chip each
 
     def resolve(self, text: str) -> Path:
         """A path written in the sweep file, relative to the file."""
@@ -132,6 +134,22 @@ def _chip_axes(source: str, value: Any) -> tuple[ChipAxis, ...]:
     return tuple(axes)
 
 
+def _curve_jobs(source: str, value: Any) -> tuple[str, ...]:
+    """The ECC jobs of ``axes.curve_jobs``: names of pkasim bench's ECC jobs."""
+    from pkasim.ecc.bench import ECC_JOBS
+
+    if value is None:
+        return ()
+    known = [j.key for j in ECC_JOBS]
+    jobs = _list(source, "axes.curve_jobs", value)
+    for job in jobs:
+        if job not in known:
+            raise _fail(source, "axes.curve_jobs", f"unknown ECC job {_shown(job)} (known: {', '.join(known)})")
+    if len(set(jobs)) != len(jobs):
+        raise _fail(source, "axes.curve_jobs", "a value is listed twice")
+    return tuple(jobs)
+
+
 def read_sweep(path: str | Path) -> Sweep:
     """Read and check a sweep file (a path, or a bundled sweep's name such as
     ``sweeps/rsa4096-10ops``); ConfigError (exit 78) or InputMissingError (66)."""
@@ -159,7 +177,11 @@ def read_sweep(path: str | Path) -> Sweep:
     for key in axes:
         if key not in AXIS_KEYS:
             raise _fail(source, f"axes.{key}", f"unknown axis (known: {', '.join(AXIS_KEYS)})")
-    firmware = tuple(_name(source, "axes.firmware", v) for v in _list(source, "axes.firmware", axes.get("firmware")))
+    curve_jobs = _curve_jobs(source, axes.get("curve_jobs"))
+    if axes.get("firmware") is None and curve_jobs:
+        firmware: tuple[str, ...] = ()  # only ECC points
+    else:
+        firmware = tuple(_name(source, "axes.firmware", v) for v in _list(source, "axes.firmware", axes.get("firmware")))
     key_bits = tuple(_list(source, "axes.key_bits", axes.get("key_bits"), KEY_BITS))
     for bits in key_bits:
         if bits not in KEY_BITS or isinstance(bits, bool):
@@ -190,9 +212,9 @@ def read_sweep(path: str | Path) -> Sweep:
         chip=path_of("chip", DEFAULT_CONFIG), build_dir=path_of("build_dir", BUILD_DIR),
         firmware=firmware, key_bits=key_bits, keys=_count(source, "axes.keys", axes.get("keys")),
         messages=_count(source, "axes.messages", axes.get("messages")), chip_axes=chip_axes,
-        metrics=metrics, functions=functions, goal=goal, plot_x=plot_x,
+        metrics=metrics, functions=functions, goal=goal, plot_x=plot_x, curve_jobs=curve_jobs,
     )
-    total = len(firmware) * len(key_bits) * sweep.keys * sweep.messages
+    total = len(firmware) * len(key_bits) * sweep.keys * sweep.messages + len(curve_jobs)
     for axis in chip_axes:
         total *= len(axis.values)
     if total > MAX_POINTS:

@@ -131,10 +131,20 @@ __asm__(
     "\t.type bn_muladdc_thumb, %function\n"
     "\t.thumb_func\n"
     "bn_muladdc_thumb:\n\t"         /* r0 = n, r1 = s, r2 = d, r3 = b */
+    ".cfi_startproc\n\t"             /* call frame information: gdb unwinds through it */
     "push   {r4, r5, r6, r7, lr}\n\t"
+    ".cfi_def_cfa_offset 20\n\t"
+    ".cfi_offset lr, -4\n\t"
+    ".cfi_offset r7, -8\n\t"
+    ".cfi_offset r6, -12\n\t"
+    ".cfi_offset r5, -16\n\t"
+    ".cfi_offset r4, -20\n\t"
     "mov    r4, r8\n\t"
     "mov    r5, r9\n\t"
     "push   {r4, r5}\n\t"
+    ".cfi_def_cfa_offset 28\n\t"
+    ".cfi_offset r9, -24\n\t"
+    ".cfi_offset r8, -28\n\t"
     "lsrs   r4, r3, #16\n\t"
     "mov    r9, r4\n\t"             /* b1 */
     "lsls   r4, r3, #16\n\t"
@@ -166,9 +176,13 @@ __asm__(
     "b      3b\n"
     "4:\n\t"                        /* return c (bn_carry moves it on) */
     "pop    {r4, r5}\n\t"
+    ".cfi_def_cfa_offset 20\n\t"
     "mov    r8, r4\n\t"
     "mov    r9, r5\n\t"
-    "pop    {r4, r5, r6, r7, pc}\n"
+    ".cfi_restore r8\n\t"
+    ".cfi_restore r9\n\t"
+    "pop    {r4, r5, r6, r7, pc}\n\t"
+    ".cfi_endproc\n"
     "\t.size bn_muladdc_thumb, .-bn_muladdc_thumb\n"
     "\t.text\n");
 #endif

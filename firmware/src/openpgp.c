@@ -2,9 +2,11 @@
  * OpenPGP card application: the APDU dispatcher and the commands (see openpgp.h).
  *
  * Commands: SELECT (A4), GET DATA (CA), VERIFY (20), PUT DATA (DA; DB with the
- * extended header list for key import), GENERATE ASYMMETRIC KEY PAIR (47, reading
- * the public key only), PSO:COMPUTE DIGITAL SIGNATURE (2A 9E9A), PSO:DECIPHER
- * (2A 8086), INTERNAL AUTHENTICATE (88). Command chaining (CLA 10) and extended
+ * extended header list for key import), GENERATE ASYMMETRIC KEY PAIR (47: reading the
+ * public key, and generating an ECC key on the card from the TRNG), PSO:COMPUTE
+ * DIGITAL SIGNATURE (2A 9E9A), PSO:DECIPHER (2A 8086), INTERNAL AUTHENTICATE (88).
+ * Each key slot holds RSA-2048/4096 or, by its algorithm attributes (C1-C3), ECDSA
+ * P-256, EdDSA Ed25519, ECDH P-256 or ECDH cv25519 (ecc.h). Command chaining (CLA 10) and extended
  * lengths are taken. Errors (ISO 7816-4 5.6): 6700 wrong length, 6A80 bad data
  * (padding included), 6A82 not found, 6A88 no such data object or no key,
  * 6982 PIN not verified, 63Cx wrong PIN with x tries left, 6983 blocked,
@@ -12,7 +14,9 @@
  */
 #include <stddef.h>
 #include "ccid.h"
+#include "ecc.h"
 #include "openpgp.h"
+#include "trng.h"
 
 /* libc_min.c */
 void *memcpy(void *restrict dst, const void *restrict src, size_t n);
@@ -31,7 +35,22 @@ card_state_t card_state = {
     .pw1_multi = 0,
     .sex = '9',
     .bits = {2048, 2048, 2048},
+    .algo = {CARD_ALGO_RSA, CARD_ALGO_RSA, CARD_ALGO_RSA},
 };
+
+/* ECC algorithm attributes: the algorithm ID then the curve's OID (OpenPGP card 3.4
+ * 4.4.3.10; RFC 6637 and RFC 8410's OIDs as OpenPGP uses them). */
+static const uint8_t OID_P256[] = {0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07};
+static const uint8_t OID_ED25519[] = {0x2B, 0x06, 0x01, 0x04, 0x01, 0xDA, 0x47, 0x0F, 0x01};
+static const uint8_t OID_CV25519[] = {0x2B, 0x06, 0x01, 0x04, 0x01, 0x97, 0x55, 0x01, 0x05, 0x01};
+#define ALGO_ID_ECDH  0x12u
+#define ALGO_ID_ECDSA 0x13u
+#define ALGO_ID_EDDSA 0x16u
+
+static uint32_t pub_len(uint32_t algo)
+{
+    return algo == CARD_ALGO_P256 ? 65u : 32u;
+}
 
 volatile uint32_t card_cmd_cycles;
 volatile uint32_t card_cmd_count;
@@ -131,10 +150,35 @@ static void close_tlv(out_t *o, uint32_t at)
 /* ---- Data objects ----------------------------------------------------------- */
 static void put_algo(out_t *o, int slot)
 {
-    uint32_t bits = card_state.bits[slot];
-    /* RSA, modulus bits, 32-bit e, import format 02: CRT (p, q, 1/q mod p, dp, dq) */
-    const uint8_t a[6] = {0x01, (uint8_t)(bits >> 8), (uint8_t)bits, 0x00, 0x20, 0x02};
-    put_tlv(o, 0xC1 + slot, a, 6);
+    uint32_t algo = card_state.algo[slot];
+    uint8_t a[16];
+    uint32_t n;
+    const uint8_t *oid = 0;
+    uint32_t oid_len = 0;
+
+    if (algo == CARD_ALGO_RSA) {
+        uint32_t bits = card_state.bits[slot];
+        /* RSA, modulus bits, 32-bit e, import format 02: CRT (p, q, 1/q mod p, dp, dq) */
+        const uint8_t r[6] = {0x01, (uint8_t)(bits >> 8), (uint8_t)bits, 0x00, 0x20, 0x02};
+        put_tlv(o, 0xC1 + slot, r, 6);
+        return;
+    }
+    if (algo == CARD_ALGO_P256) {
+        a[0] = slot == 1 ? ALGO_ID_ECDH : ALGO_ID_ECDSA;
+        oid = OID_P256;
+        oid_len = sizeof OID_P256;
+    } else if (algo == CARD_ALGO_ED25519) {
+        a[0] = ALGO_ID_EDDSA;
+        oid = OID_ED25519;
+        oid_len = sizeof OID_ED25519;
+    } else {
+        a[0] = ALGO_ID_ECDH;
+        oid = OID_CV25519;
+        oid_len = sizeof OID_CV25519;
+    }
+    memcpy(a + 1, oid, oid_len);
+    n = 1 + oid_len;
+    put_tlv(o, 0xC1 + slot, a, n);
 }
 
 static void put_pw_status(out_t *o, int tagged)
@@ -202,7 +246,7 @@ static uint32_t get_data(uint32_t tag, out_t *o)
     case 0x00C1: case 0x00C2: case 0x00C3: {
         out_t t = {work_out, 0, sizeof work_out};
         put_algo(&t, (int)(tag - 0xC1));
-        put(o, work_out + 2, 6);
+        put(o, work_out + 2, work_out[1]);
         break;
     }
     case 0x7F74: { static const uint8_t gf[3] = {0x81, 0x01, 0x20}; put(o, gf, 3); break; }
@@ -258,6 +302,77 @@ static int store_be(uint8_t *dst, uint32_t n, const uint8_t *v, uint32_t len)
     return 1;
 }
 
+/* The public key of an ECC private key in ec_priv[slot], into ec_pub[slot]. */
+static int ec_derive_public(int slot)
+{
+    uint32_t algo = card_state.algo[slot];
+    uint8_t *priv = card_state.ec_priv[slot], *pub = card_state.ec_pub[slot];
+
+    if (algo == CARD_ALGO_P256)
+        return p256_public_key(priv, pub);
+    if (algo == CARD_ALGO_ED25519)
+        return ed25519_public_key(priv, pub);
+    static const uint8_t nine[32] = {9};
+    return x25519(priv, nine, pub);
+}
+
+/*
+ * An ECC key from the extended header list (OpenPGP card 3.4 4.4.3.12): the template
+ * 7F48 names the private key (92) and optionally the public key (99); 5F48 holds
+ * them in that order. The private key is what gpg sends: the P-256 scalar d
+ * big-endian (left-padded to 32 bytes), the Ed25519 secret key (32 bytes), the
+ * cv25519 secret as OpenPGP stores it, big-endian (the RFC 7748 scalar reversed). The
+ * public key is computed on the card and the 99 value, if any, is not trusted.
+ */
+static uint32_t ec_key_import(int slot, const uint8_t *tp, const uint8_t *tend, const uint8_t *v,
+                              const uint8_t *vend)
+{
+    uint8_t priv[32];
+    int have = 0;
+
+    while (tp < tend) {
+        uint32_t et, el;
+        if (!read_tag(&tp, tend, &et) || !read_len(&tp, tend, &el) || v + el > vend)
+            return SW(0x6A80);
+        if (et == 0x92) {
+            const uint8_t *k = v;
+            uint32_t kl = el;
+            while (kl > 32 && *k == 0) {
+                k++;
+                kl--;
+            }
+            if (kl > 32 || kl == 0)
+                return SW(0x6A80);
+            if (card_state.algo[slot] == CARD_ALGO_ED25519 && kl != 32)
+                return SW(0x6A80);
+            memset(priv, 0, 32);
+            memcpy(priv + 32 - kl, k, kl);
+            have = 1;
+        } else if (et != 0x99) {
+            return SW(0x6A80);
+        }
+        v += el;
+    }
+    if (!have)
+        return SW(0x6A80);
+    if (card_state.algo[slot] == CARD_ALGO_CV25519)
+        for (int i = 0; i < 16; i++) {      /* big-endian (OpenPGP) to RFC 7748 little-endian */
+            uint8_t t = priv[i];
+            priv[i] = priv[31 - i];
+            priv[31 - i] = t;
+        }
+    memcpy(card_state.ec_priv[slot], priv, 32);
+    if (ec_derive_public(slot) != ECC_OK) {
+        memset(card_state.ec_priv[slot], 0, 32);
+        card_state.present[slot] = 0;
+        return SW(0x6A80);                  /* a P-256 scalar outside [1, n-1] */
+    }
+    card_state.present[slot] = 2;
+    if (slot == 0)
+        card_state.sig_count = 0;
+    return SW(0x9000);
+}
+
 static uint32_t key_import(const uint8_t *d, uint32_t len)
 {
     const uint8_t *p = d, *end = d + len;
@@ -280,6 +395,8 @@ static uint32_t key_import(const uint8_t *d, uint32_t len)
     if (!read_tag(&p, end, &dtag) || dtag != 0x5F48 || !read_len(&p, end, &dlen) || p + dlen > end)
         return SW(0x6A80);
     const uint8_t *v = p, *vend = p + dlen;
+    if (card_state.algo[slot] != CARD_ALGO_RSA)
+        return ec_key_import(slot, tp, tend, v, vend);
     uint32_t bits = card_state.bits[slot];
     uint32_t half = bits / 16u;
     rsa_key_t *key = &card_state.keys[slot];
@@ -331,12 +448,35 @@ static uint32_t put_data(uint32_t tag, const uint8_t *d, uint32_t len)
     case 0xC4: if (len < 1) return SW(0x6700);
         card_state.pw1_multi = d[0] ? 1 : 0; break;
     case 0xC1: case 0xC2: case 0xC3: {
-        if (len < 5 || d[0] != 0x01)
-            return SW(0x6A80);
-        uint32_t bits = (uint32_t)d[1] << 8 | d[2];
-        if (bits != 2048 && bits != 4096)
-            return SW(0x6A80);
-        card_state.bits[tag - 0xC1] = (uint16_t)bits;
+        int slot = (int)(tag - 0xC1);
+        uint32_t algo;
+        if (len >= 5 && d[0] == 0x01) {
+            uint32_t bits = (uint32_t)d[1] << 8 | d[2];
+            if (bits != 2048 && bits != 4096)
+                return SW(0x6A80);
+            card_state.bits[slot] = (uint16_t)bits;
+            algo = CARD_ALGO_RSA;
+        } else {
+            /* an ECC algorithm ID and OID, perhaps followed by FF (import with the public key) */
+            uint32_t oid_len = len >= 2 && d[len - 1] == 0xFF ? len - 2 : len - 1;
+            const uint8_t *oid = d + 1;
+            if (len < 2)
+                return SW(0x6A80);
+            if (d[0] == ALGO_ID_EDDSA && slot != 1 && oid_len == sizeof OID_ED25519 &&
+                memcmp(oid, OID_ED25519, oid_len) == 0)
+                algo = CARD_ALGO_ED25519;
+            else if (d[0] == ALGO_ID_ECDH && slot == 1 && oid_len == sizeof OID_CV25519 &&
+                     memcmp(oid, OID_CV25519, oid_len) == 0)
+                algo = CARD_ALGO_CV25519;
+            else if (((d[0] == ALGO_ID_ECDSA && slot != 1) || (d[0] == ALGO_ID_ECDH && slot == 1)) &&
+                     oid_len == sizeof OID_P256 && memcmp(oid, OID_P256, oid_len) == 0)
+                algo = CARD_ALGO_P256;
+            else
+                return SW(0x6A80);          /* another curve (secp384r1, Ed448, ...), or the wrong slot */
+        }
+        if (algo != card_state.algo[slot])
+            card_state.present[slot] = 0;   /* a key of the old algorithm is gone */
+        card_state.algo[slot] = (uint8_t)algo;
         break;
     }
     case 0xC7: case 0xC8: case 0xC9: if (len != 20) return SW(0x6700);
@@ -435,6 +575,12 @@ static uint32_t read_public(const uint8_t *d, uint32_t len, out_t *o)
         return SW(0x6A80);
     if (!card_state.present[slot])
         return SW(0x6A88);
+    if (card_state.algo[slot] != CARD_ALGO_RSA) {
+        uint32_t at = open_tlv(o, 0x7F49);
+        put_tlv(o, 0x86, card_state.ec_pub[slot], pub_len(card_state.algo[slot]));
+        close_tlv(o, at);
+        return SW(0x9000);
+    }
     uint32_t nbytes = card_state.keys[slot].nbits / 8u;
     if (rsa_get_public_key(&card_state.keys[slot], work_out) != RSA_OK)
         return SW(0x6F00);
@@ -445,6 +591,112 @@ static uint32_t read_public(const uint8_t *d, uint32_t len, out_t *o)
     while (skip < 3 && e[skip] == 0)
         skip++;
     put_tlv(o, 0x82, e + skip, 4 - skip);
+    close_tlv(o, at);
+    return SW(0x9000);
+}
+
+/* ---- ECC --------------------------------------------------------------------- */
+/* ECDSA over the hash the host sent (its leftmost 256 bits; a shorter one as a number)
+ * or EdDSA over the data (PSO:CDS, INTERNAL AUTHENTICATE). */
+static uint32_t ec_sign(int slot, const uint8_t *d, uint32_t len, out_t *o)
+{
+    int rc;
+
+    if (!card_state.present[slot])
+        return SW(0x6A88);
+    if (card_state.algo[slot] == CARD_ALGO_P256) {
+        uint8_t h[32];
+        if (len == 0)
+            return SW(0x6700);
+        memset(h, 0, 32);
+        if (len >= 32)
+            memcpy(h, d, 32);
+        else
+            memcpy(h + 32 - len, d, len);
+        rc = p256_sign(card_state.ec_priv[slot], h, work_out);
+    } else if (card_state.algo[slot] == CARD_ALGO_ED25519) {
+        rc = ed25519_sign(card_state.ec_priv[slot], d, len, work_out);
+    } else {
+        return SW(0x6985);
+    }
+    if (rc != ECC_OK)
+        return SW(0x6F00);
+    put(o, work_out, 64);
+    return SW(0x9000);
+}
+
+/* ECDH (PSO:DECIPHER): A6 { 7F49 { 86 the other party's public point } }; the answer is
+ * the shared secret: X25519's 32 bytes (a point given with OpenPGP's 0x40 prefix is
+ * taken too), or P-256's x-coordinate. */
+static uint32_t ec_decipher(const uint8_t *d, uint32_t len, out_t *o)
+{
+    const uint8_t *p = d, *end = d + len;
+    uint32_t tag, l;
+    int rc;
+
+    if (!read_tag(&p, end, &tag) || tag != 0xA6 || !read_len(&p, end, &l) || p + l > end)
+        return SW(0x6A80);
+    end = p + l;
+    if (!read_tag(&p, end, &tag) || tag != 0x7F49 || !read_len(&p, end, &l) || p + l > end)
+        return SW(0x6A80);
+    end = p + l;
+    if (!read_tag(&p, end, &tag) || tag != 0x86 || !read_len(&p, end, &l) || p + l > end)
+        return SW(0x6A80);
+    if (card_state.algo[1] == CARD_ALGO_CV25519) {
+        if (l == 33 && p[0] == 0x40) {
+            p++;
+            l--;
+        }
+        if (l != 32)
+            return SW(0x6A80);
+        rc = x25519(card_state.ec_priv[1], p, work_out);
+    } else {
+        if (l != 65)
+            return SW(0x6A80);
+        rc = p256_ecdh(card_state.ec_priv[1], p, work_out);
+    }
+    if (rc == ECC_ERR_POINT || rc == ECC_ERR_INFINITY || rc == ECC_ERR_ZERO)
+        return SW(0x6A80);
+    if (rc != ECC_OK)
+        return SW(0x6F00);
+    put(o, work_out, 32);
+    return SW(0x9000);
+}
+
+/* GENERATE ASYMMETRIC KEY PAIR (47 80): a new ECC key from the TRNG; the public key as
+ * 7F49 { 86 }. RSA keys are not generated on the card (6A81). */
+static uint32_t ec_generate(const uint8_t *d, uint32_t len, out_t *o)
+{
+    if (len < 2)
+        return SW(0x6700);
+    int slot = d[0] == 0xB6 ? 0 : d[0] == 0xB8 ? 1 : d[0] == 0xA4 ? 2 : -1;
+    if (slot < 0)
+        return SW(0x6A80);
+    if (!pw3_ok)
+        return SW(0x6982);
+    uint32_t algo = card_state.algo[slot];
+    int rc;
+    if (algo == CARD_ALGO_RSA)
+        return SW(0x6A81);
+    if (algo == CARD_ALGO_P256) {
+        rc = p256_keygen(card_state.ec_priv[slot], card_state.ec_pub[slot]);
+    } else if (algo == CARD_ALGO_ED25519) {
+        rc = ed25519_keygen(card_state.ec_priv[slot], card_state.ec_pub[slot]);
+    } else {
+        trng_init();
+        rc = trng_read(card_state.ec_priv[slot], 32);
+        if (rc == TRNG_OK)
+            rc = ec_derive_public(slot);
+    }
+    if (rc != ECC_OK) {
+        card_state.present[slot] = 0;
+        return SW(0x6F00);
+    }
+    card_state.present[slot] = 1;
+    if (slot == 0)
+        card_state.sig_count = 0;
+    uint32_t at = open_tlv(o, 0x7F49);
+    put_tlv(o, 0x86, card_state.ec_pub[slot], pub_len(algo));
     close_tlv(o, at);
     return SW(0x9000);
 }
@@ -476,12 +728,12 @@ static uint32_t dispatch(uint32_t ins, uint32_t p1, uint32_t p2, const uint8_t *
     case 0x47:
         if (p1 == 0x81)
             return read_public(d, lc, o);
-        return p1 == 0x80 ? SW(0x6A81) : SW(0x6B00);   /* on-card generation: not supported */
+        return p1 == 0x80 ? ec_generate(d, lc, o) : SW(0x6B00);
     case 0x2A:
         if (p1p2 == 0x9E9A) {
             if (!pw1_sign_ok)
                 return SW(0x6982);
-            uint32_t sw = rsa_sign_padded(0, d, lc, o);
+            uint32_t sw = card_state.algo[0] == CARD_ALGO_RSA ? rsa_sign_padded(0, d, lc, o) : ec_sign(0, d, lc, o);
             if (sw == SW(0x9000)) {
                 card_state.sig_count++;
                 if (!card_state.pw1_multi)
@@ -492,6 +744,8 @@ static uint32_t dispatch(uint32_t ins, uint32_t p1, uint32_t p2, const uint8_t *
         if (p1p2 == 0x8086) {
             if (!pw1_other_ok)
                 return SW(0x6982);
+            if (card_state.algo[1] != CARD_ALGO_RSA)
+                return card_state.present[1] ? ec_decipher(d, lc, o) : SW(0x6A88);
             return decipher(d, lc, o);
         }
         return SW(0x6B00);
@@ -500,7 +754,7 @@ static uint32_t dispatch(uint32_t ins, uint32_t p1, uint32_t p2, const uint8_t *
             return SW(0x6B00);
         if (!pw1_other_ok)
             return SW(0x6982);
-        return rsa_sign_padded(2, d, lc, o);
+        return card_state.algo[2] == CARD_ALGO_RSA ? rsa_sign_padded(2, d, lc, o) : ec_sign(2, d, lc, o);
     default:
         return SW(0x6D00);
     }

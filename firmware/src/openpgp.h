@@ -1,6 +1,8 @@
 /*
  * OpenPGP card application (OpenPGP smart card application 3.4, ISO 7816-4 APDUs)
- * over the RSA code of rsa.h: RSA-2048 (CRT on the PKA) and RSA-4096 (xRSA).
+ * over the RSA code of rsa.h: RSA-2048 (CRT on the PKA) and RSA-4096 (xRSA), and the
+ * ECC code of ecc.h: ECDSA and ECDH on NIST P-256, EdDSA on Ed25519, ECDH on Curve25519
+ * (cv25519), with on-card key generation from the TRNG (docs/ecc.md, docs/usb.md).
  *
  * Everything the card keeps across runs is card_state, one object in .data: a
  * harness loads it from a card-state file before reset and saves it after the
@@ -13,7 +15,13 @@
 #include <stdint.h>
 #include "rsa.h"
 
-#define CARD_MAGIC 0x50475031u  /* "PGP1": a card_state this firmware can read */
+#define CARD_MAGIC 0x50475032u  /* "PGP2": a card_state this firmware can read */
+
+/* A key slot's algorithm (algorithm attributes C1-C3, OpenPGP card 3.4 4.4.3.10). */
+#define CARD_ALGO_RSA      0u   /* RSA-2048 or RSA-4096 (bits[]) */
+#define CARD_ALGO_P256     1u   /* ECDSA (signature, authentication) or ECDH (decryption), NIST P-256 */
+#define CARD_ALGO_ED25519  2u   /* EdDSA on Ed25519 (signature, authentication) */
+#define CARD_ALGO_CV25519  3u   /* ECDH on Curve25519 (decryption) */
 
 typedef struct {
     uint32_t magic;
@@ -26,10 +34,16 @@ typedef struct {
     uint8_t name[40], lang[8], url[64];
     uint8_t fpr[3][20], cafpr[3][20], gentime[3][4];
     uint16_t bits[3];                   /* algorithm attributes: 2048 or 4096 */
-    uint8_t present[3];                 /* key status (DE): 0 none, 2 imported */
+    uint8_t present[3];                 /* key status (DE): 0 none, 1 generated, 2 imported */
     uint8_t pad1;
     uint32_t sig_count;
-    rsa_key_t keys[3];                  /* signature, decryption, authentication */
+    uint8_t algo[3];                    /* CARD_ALGO_* */
+    uint8_t pad2;
+    uint8_t ec_priv[3][32];             /* ECC private keys: P-256 d big-endian; Ed25519 secret key;
+                                           X25519 scalar as RFC 7748 (little-endian) */
+    uint8_t ec_pub[3][65];              /* their public keys: 04 || x || y, or 32 bytes */
+    uint8_t pad3;
+    rsa_key_t keys[3];                  /* RSA keys: signature, decryption, authentication */
 } card_state_t;
 
 extern card_state_t card_state;

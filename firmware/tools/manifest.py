@@ -8,8 +8,9 @@ the SHA-256 of each, and of every source file they were built from.
 it before it puts the images into a wheel: the images must be the pinned zig clang's
 (the same code bytes on every machine, so the cycle baselines hold) and every source
 must still have the hash it had when they were built. The sources are the whole
-firmware tree that goes into the images (the Makefile, link.ld, src/, images/ and the
-memory map generated from the chip file), so a change anywhere makes the images stale,
+firmware tree that goes into the images (the Makefile, link.ld, src/, images/, the
+memory map generated from the chip file, and tools/dwarf_dead.py, which rewrites the
+images' debug information after the link), so a change anywhere makes the images stale,
 whatever the dependency lists say. Standard library only: setup.py imports this module
 in a bare build environment.
 """
@@ -25,7 +26,9 @@ MANIFEST = "manifest.json"
 SCHEMA = "pkasim.firmware/1"
 FIRMWARE = Path(__file__).resolve().parent.parent
 # The files the images are built from, relative to firmware/ (setup.py ships the same).
-SOURCE_GLOBS = ("Makefile", "link.ld", "src/*.c", "src/*.h", "images/*.c", "images/*.h", "images/*.txt")
+# tools/dwarf_dead.py rewrites every image's debug information after the link.
+SOURCE_GLOBS = ("Makefile", "link.ld", "src/*.c", "src/*.h", "images/*.c", "images/*.h", "images/*.txt",
+                "tools/dwarf_dead.py")
 MEMORY_MAP = "memory.ld"  # in the build folder, generated from the chip file by pkasim.chip.ldgen
 
 

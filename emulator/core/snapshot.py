@@ -25,6 +25,7 @@ Host files and console input are not part of the machine and are not rewound.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ _WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_w
            "id_control", "id_msp", "id_psp", "id_xpsr", "id_ipsr", "fetch_ws", "flash_base", "flash_end",
            "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit")
 # PkaState fields owned by the native log (pointer and capacity) or the wiring.
-_PKA_KEEP = ("log", "log_cap", "ram", "montmul_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
+_PKA_KEEP = ("log", "log_cap", "ram", "op_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
 # PkState fields not kept at all: the idle-loop verdict tables (36 KiB), a cache that
 # restore() empties anyway (verdicts are decided again against today's breakpoints).
 _CACHE_FIELDS = ("verdict_addr", "verdict_end", "verdict")
@@ -56,13 +57,54 @@ def _put(obj: ctypes.Structure | ctypes.Array, data: bytes) -> None:
     ctypes.memmove(ctypes.addressof(obj), data, len(data))
 
 
+@functools.cache
+def _segments(cls: type, skip: tuple[str, ...], drop: tuple[str, ...] = ()) -> tuple[tuple[int, int, int], ...]:
+    """How to put a record of type ``cls`` back from its saved bytes, computed once per
+    type: (offset in the record, offset in the saved bytes, size) of every part that is
+    restored. ``drop`` fields are not in the saved bytes at all; ``skip`` fields are in
+    them but keep their present value (the wiring of this process)."""
+    size = ctypes.sizeof(cls)
+
+    def fields(names: tuple[str, ...]) -> list[tuple[int, int]]:
+        return sorted((getattr(cls, f).offset, getattr(cls, f).size) for f in names if hasattr(cls, f))
+
+    def minus(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """[lo, hi) ranges without the (offset, size) holes."""
+        out = []
+        for lo, hi in ranges:
+            pos = lo
+            for off, n in holes:
+                if off + n <= pos or off >= hi:
+                    continue
+                if off > pos:
+                    out.append((pos, off))
+                pos = max(pos, off + n)
+            if pos < hi:
+                out.append((pos, hi))
+        return out
+
+    kept = minus([(0, size)], fields(drop))  # what the saved bytes hold, in order
+    data_at, pos = [], 0
+    for lo, hi in kept:
+        data_at.append((lo, hi, pos))
+        pos += hi - lo
+    restored = minus(kept, fields(skip))
+    out = []
+    for lo, hi in restored:
+        base_lo, _, at = next(k for k in data_at if k[0] <= lo < k[1])
+        out.append((lo, at + lo - base_lo, hi - lo))
+    return tuple(out)
+
+
+def _put_segments(obj: ctypes.Structure, data: bytes, segments: tuple[tuple[int, int, int], ...]) -> None:
+    base = ctypes.addressof(obj)
+    for off, at, size in segments:
+        ctypes.memmove(base + off, data[at:at + size], size)
+
+
 def _restore_struct(obj: ctypes.Structure, data: bytes, keep: tuple[str, ...]) -> None:
     """Put ``data`` back into ``obj`` in place, except the fields named in ``keep``."""
-    kept = {name: _raw_field(obj, name) for name in keep if hasattr(type(obj), name)}
-    _put(obj, data)
-    for name, value in kept.items():
-        f = getattr(type(obj), name)
-        ctypes.memmove(ctypes.addressof(obj) + f.offset, value, f.size)
+    _put_segments(obj, data, _segments(type(obj), keep))
 
 
 def _raw_field(obj: ctypes.Structure, name: str) -> bytes:
@@ -90,14 +132,24 @@ def _raw_core(state: ctypes.Structure) -> bytes:
 
 def _restore_core(state: ctypes.Structure, data: bytes) -> None:
     """Put the kept PkState bytes back (the wiring fields as they are now)."""
-    kept = {name: _raw_field(state, name) for name in _WIRING if hasattr(type(state), name)}
-    base, pos = ctypes.addressof(state), 0
-    for off, size in _core_ranges(state):
-        ctypes.memmove(base + off, data[pos:pos + size], size)
-        pos += size
-    for name, value in kept.items():
-        f = getattr(type(state), name)
-        ctypes.memmove(base + f.offset, value, f.size)
+    _put_segments(state, data, _segments(type(state), _WIRING, _CACHE_FIELDS))
+
+
+_CHUNK = 512
+
+
+def _differences(now: bytes, old: bytes) -> list[tuple[int, int]]:
+    """The [lo, hi) spans (in 512-byte chunks) where two equal-sized images differ."""
+    out: list[tuple[int, int]] = []
+    size = len(old)
+    for lo in range(0, size, _CHUNK):
+        hi = min(lo + _CHUNK, size)
+        if now[lo:hi] != old[lo:hi]:
+            if out and out[-1][1] == lo:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+    return out
 
 
 def _copy_value(value: Any) -> Any:
@@ -194,17 +246,32 @@ def _capture_device(dev: Any, logs: LogArchive) -> dict[str, Any]:
 
 
 def _restore_device(dev: Any, saved: dict[str, Any]) -> None:
-    for key, value in saved.items():
-        if key == "log":
-            continue
-        if key == "ctypes:state":
-            _restore_struct(dev.state, value, _PKA_KEEP)
-        elif key.startswith("ctypes:"):
-            _put(getattr(dev, key[7:]), value)
-        else:
-            setattr(dev, key, _copy_value(value))
+    plan = saved.get(_PLAN)
+    if plan is None:  # which key is what, sorted out once per snapshot
+        records = tuple((k[7:], v) for k, v in saved.items() if k.startswith("ctypes:") and k != "ctypes:state")
+        containers = tuple((k, v) for k, v in saved.items()
+                           if not k.startswith("ctypes:") and k != "log" and isinstance(v, _CONTAINERS))
+        plain = tuple((k, v) for k, v in saved.items()
+                      if not k.startswith("ctypes:") and k != "log" and not isinstance(v, _CONTAINERS))
+        plan = saved[_PLAN] = (saved.get("ctypes:state"), records, containers, plain)
+    state, records, containers, plain = plan
+    if state is not None:
+        _restore_struct(dev.state, state, _PKA_KEEP)
+    for name, value in records:
+        _put(getattr(dev, name), value)
+    for key, value in containers:
+        if getattr(dev, key, None) != value:  # a container the device may change: a copy of its own
+            setattr(dev, key, value.copy())
+    for key, value in plain:
+        if getattr(dev, key, _MISSING) is not value:
+            setattr(dev, key, value)
     if "log" in saved:
         LogArchive.restore(dev.state, *saved["log"])
+
+
+_PLAN = "\0plan"  # the restore plan, kept in the saved dict (never a device attribute's name)
+_CONTAINERS = (list, dict, set, Counter, bytearray)
+_MISSING = object()
 
 
 def capture(machine: Machine, logs: LogArchive) -> Snapshot:
@@ -239,12 +306,16 @@ def restore(machine: Machine, snap: Snapshot) -> None:
     """Put the machine back exactly as ``snap`` found it."""
     core = machine.core
     uc = core.uc
+    changed: list[tuple[int, int]] = []
     for region in _writable_regions(machine):
         old = snap.memory[region.base]
-        if bytes(uc.mem_read(region.base, region.size)) != old:
-            uc.mem_write(region.base, old)
-            if core.code is not None and any(r.base == region.base for r in core.code.regions):
-                core.code.written(region.base, region.size)
+        now = bytes(uc.mem_read(region.base, region.size))
+        if now != old:
+            for lo, hi in _differences(now, old):
+                uc.mem_write(region.base + lo, old[lo:hi])  # only what differs: a write costs per page
+                changed.append((region.base + lo, region.base + hi))
+                if core.code is not None and any(r.base == region.base for r in core.code.regions):
+                    core.code.written(region.base + lo, hi - lo)
     uc.context_restore(snap.context)
     _restore_core(core.state, snap.core_state)
     for name, saved in snap.devices.items():
@@ -261,6 +332,7 @@ def restore(machine: Machine, snap: Snapshot) -> None:
     exc.last_fault = extra["last_fault"]
     if extra["sh"] is not None and machine._sh is not None:
         machine._sh.calls, machine._sh.errno, machine._sh.last_exit = extra["sh"]
-    machine._loop.forget_loop_verdicts()  # decided again against today's breakpoints
+    machine._loop._bps.skip = None  # "resume past the breakpoint here" was about the position left
+    machine._loop.forget_loop_verdicts(within=changed)  # loops whose code changed: decided again
     core.lib.pk_native_changed(core.state_ref)  # the native devices' next event: computed again
     machine._sync_scb()
