@@ -581,16 +581,29 @@ typedef struct {
 
 /* Guest memory at [addr, addr + size) as the block will see it: host memory, then the
  * block's earlier stores over it. 0 when it cannot be known before the block runs. */
-static int mem_get(const pk_amap *map, const stores_t *st, uint32_t addr, uint32_t size, uint32_t *out) {
+static int mem_get(pk_amap *map, const stores_t *st, uint32_t addr, uint32_t size, uint32_t *out) {
     const uint8_t *src = NULL;
-    for (uint32_t i = 0; i < map->n; i++) {
-        const pk_amem *m = &map->mem[i];
-        if (addr - m->base < m->size && m->size - (addr - m->base) >= size) {
-            src = m->host + (addr - m->base);
-            break;
+    const pk_amem *m = &map->mem[map->last];
+    if (addr - m->base < m->size && m->size - (addr - m->base) >= size) {
+        src = m->host + (addr - m->base); /* where the last load was: most are */
+    } else {
+        for (uint32_t i = 0; i < map->n; i++) {
+            m = &map->mem[i];
+            if (addr - m->base < m->size && m->size - (addr - m->base) >= size) {
+                src = m->host + (addr - m->base);
+                map->last = i;
+                break;
+            }
         }
     }
     if (!src) return 0;
+    if (!st->n) { /* no store before it: the host bytes, little-endian as the guest's */
+        if (size == 4)
+            *out = (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
+        else
+            *out = size == 2 ? (uint32_t)src[0] | (uint32_t)src[1] << 8 : src[0];
+        return 1;
+    }
     uint8_t bytes[4] = {0, 0, 0, 0};
     if (size == 4) memcpy(bytes, src, 4);
     else if (size == 2) memcpy(bytes, src, 2);
@@ -614,7 +627,7 @@ static uint32_t ror32(uint32_t x, uint32_t n) { return n ? (x >> n) | (x << (32 
  * register): everything after it is unknown too, so the program stops at its next
  * check. That check is at or before the first check depending on the value, and
  * after the block's start, so splitting the block there is exact and makes progress. */
-int pk_align_run(const pk_aop *ops, uint32_t n, const pk_amap *map, const pk_aregs *regs, uint32_t *pc,
+int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *regs, uint32_t *pc,
                  uint32_t *addr) {
     uint32_t v[MAX_VALUES];
     stores_t st;

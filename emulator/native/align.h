@@ -52,6 +52,7 @@ typedef struct {
 typedef struct {
     pk_amem mem[PK_AMEM_MAX];
     uint32_t n;
+    uint32_t last; /* the entry the last read found (tried first) */
 } pk_amap;
 
 /* Building one block's program, instruction by instruction (codecache.c fill()). */
@@ -81,7 +82,7 @@ typedef struct {
 
 /* Run a program. On a finding other than OK, *pc is the instruction and *addr the
  * faulting address (FAULT) or the address after the instruction (SP_WRITE). */
-int pk_align_run(const pk_aop *ops, uint32_t n, const pk_amap *map, const pk_aregs *regs, uint32_t *pc,
+int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *regs, uint32_t *pc,
                  uint32_t *addr);
 
 #endif

@@ -206,7 +206,7 @@ const pk_check *pk_code_checks(const pk_code *c, const pk_block *b) { return &c-
 
 const pk_aop *pk_code_program(const pk_code *c, const pk_block *b) { return &c->prog.ops[b->check_first]; }
 
-const pk_amap *pk_code_memory(const pk_code *c) { return &c->memory; }
+pk_amap *pk_code_memory(pk_code *c) { return &c->memory; }
 
 int pk_code_add_memory(pk_code *c, uint32_t base, uint32_t size, const void *host) {
     if (c->memory.n == PK_AMEM_MAX || !host) return -1;

@@ -79,7 +79,7 @@ const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t siz
 const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
 /* A block's alignment program (b->program set), and the memory programs read. */
 const pk_aop *pk_code_program(const pk_code *c, const pk_block *b);
-const pk_amap *pk_code_memory(const pk_code *c);
+pk_amap *pk_code_memory(pk_code *c);
 /* Guest memory at [base, base + size) is the host memory at host (RAM and flash, for
  * the alignment programs; never a peripheral). -1 when the table is full. */
 int pk_code_add_memory(pk_code *c, uint32_t base, uint32_t size, const void *host);

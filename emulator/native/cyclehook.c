@@ -106,9 +106,9 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
         } else {
             s->loop_start = 0xFFFFFFFFu;
         }
-    }
-    if (s->split_start == a) {
-        /* The rest of a block split by the alignment checks: it was admitted whole. */
+    } else if (s->split_start == a) {
+        /* The rest of a block split by the alignment checks (the first block of its
+         * run, so nothing is committed here): it was admitted whole. */
         s->split_start = 0xFFFFFFFFu;
         goto admitted;
     }
