@@ -417,6 +417,49 @@ int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw, uint32_t hw2, int l
 
 static int yields(const pk_aop *o) { return o->d != A_NONE; }
 
+static uint32_t ctz32(uint32_t x) { return x ? (uint32_t)__builtin_ctz(x) : 32; }
+
+static uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+/* Low bits known to be zero: a value whose low bits are zero adds nothing to an
+ * address's alignment (an index scaled by LSLS #2 or MULS by 4, a pointer masked by
+ * BICS/ANDS), so a check drops it from its operands. Values in program order, from
+ * the operations that make them; the entry registers and loaded values: none known. */
+static void simplify_checks(pk_abuild *b) {
+    uint8_t *tz = calloc(b->next, 1);
+    if (!tz) return; /* only an optimisation */
+    tz[V_ZERO] = 32;
+    for (uint32_t i = 0; i < b->n; i++) {
+        pk_aop *o = &b->ops[i];
+        uint32_t ta = tz[o->a], tb = tz[o->b], ti = ctz32((uint32_t)o->imm), t = 0;
+        switch (o->op) {
+        case A_CONST: t = ti; break;
+        case A_ADD:
+        case A_SUB: t = min32(min32(ta, tb), ti); break;
+        case A_RSB: t = min32(ta, ti); break;
+        case A_MUL: t = min32(ta + tb, 32); break;
+        case A_AND: t = ta > tb ? ta : tb; break;
+        case A_ORR:
+        case A_EOR: t = min32(ta, tb); break;
+        case A_BIC: t = ta; break;
+        case A_LSLI: t = min32(ta + (uint32_t)o->imm, 32); break;
+        case A_SXTB: case A_UXTB: t = min32(ta, 8); break;
+        case A_SXTH: case A_UXTH: t = min32(ta, 16); break;
+        case A_CHECK: {
+            uint32_t need = o->size == 3 ? 2 : 1; /* alignment bits the check looks at */
+            if (ta >= need) o->a = V_ZERO;
+            if (tb >= need) o->b = V_ZERO;
+            if (o->a == V_ZERO && o->b == V_ZERO && !((uint32_t)o->imm & o->size))
+                o->op = A_NOP; /* aligned whatever the values */
+            break;
+        }
+        default: break;
+        }
+        if (o->d != A_NONE && o->d < b->next) tz[o->d] = (uint8_t)t;
+    }
+    free(tz);
+}
+
 /* A check implied by an earlier one: the same registers, and an offset that differs
  * by a multiple of this check's alignment (a mask no larger than the earlier one's).
  * If the earlier check passes this one does; if it fails, the program stops there. A
@@ -439,6 +482,7 @@ static void drop_implied_checks(pk_abuild *b) {
 
 int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n) {
     if (b->failed) return -1;
+    simplify_checks(b);
     drop_implied_checks(b);
     uint32_t nv = b->next, kept = 0, have_check = 0;
     uint8_t *need = calloc(nv, 1), *keep = calloc(b->n ? b->n : 1, 1);
@@ -568,6 +612,15 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
     return 0;
 }
 
+int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask) {
+    if (o->op != A_CHECK || (o->a > 15 && o->a != V_ZERO) || (o->b > 15 && o->b != V_ZERO)) return 0;
+    *a = o->a == V_ZERO ? -1 : o->a;
+    *b = o->b == V_ZERO ? -1 : o->b;
+    *off = o->imm;
+    *mask = o->size;
+    return 1;
+}
+
 /* ---------------------------------------------------------------- running */
 
 typedef struct {
@@ -651,6 +704,28 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
     st.n = 0;
     for (o++; o < end; o++) {
         uint32_t x = v[o->a], y = v[o->b], r = 0, sh;
+        /* The most frequent operations first, outside the jump table (fewer
+         * mispredicted indirect jumps). */
+        if (o->op == A_CHECK) {
+            uint32_t a = x + y + (uint32_t)o->imm;
+            if (unknown || (a & o->size)) {
+                *pc = o->pc;
+                *addr = unknown ? 0 : a;
+                return unknown ? PK_ALIGN_SPLIT : PK_ALIGN_FAULT;
+            }
+            continue;
+        }
+        if (o->op == A_CHECK_LOAD && o->size == 4) {
+            uint32_t a = x + y + (uint32_t)o->imm;
+            if (unknown || (a & 3)) {
+                *pc = o->pc;
+                *addr = unknown ? 0 : a;
+                return unknown ? PK_ALIGN_SPLIT : PK_ALIGN_FAULT;
+            }
+            if (!mem_get(map, &st, a, 4, &r)) unknown = 1;
+            v[o->d] = r;
+            continue;
+        }
         switch (o->op) {
         case A_CONST: r = (uint32_t)o->imm; break;
         case A_UNKNOWN: unknown = 1; break;

@@ -72,6 +72,11 @@ int pk_abuild_needed(const pk_abuild *b);
 /* Cut the program down and append it to prog: [*first, *first + *n). -1: no memory. */
 int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n);
 
+/* Program operation o (after the head) is a check of registers the block received
+ * plus a constant: its registers (-1: none), constant and mask. 0 otherwise. A
+ * program of such checks only is cheaper as codecache.c's register checks. */
+int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask);
+
 /* Where a program reads registers and the APSR (Unicorn's uc_reg_read and ids). */
 typedef struct {
     void *uc;

@@ -292,6 +292,31 @@ static int literal_const(const pk_code *c, uint32_t lit) {
     return r >= 0 && !c->regions[r].writable;
 }
 
+/* A program made of checks of the registers the block received only (its other
+ * operations folded away: constants, shifted indexes, implied checks) becomes the
+ * cheaper register checks. */
+static int as_register_checks(pk_code *c, pk_block *blk) {
+    const pk_aop *ops = &c->prog.ops[blk->check_first];
+    uint32_t n = blk->check_n, first = c->checks_used;
+    int a, b;
+    int32_t off;
+    uint8_t mask;
+    for (uint32_t i = 1; i < n; i++)
+        if (!pk_aop_entry_check(&ops[i], &a, &b, &off, &mask)) return 0;
+    for (uint32_t i = 1; i < n; i++) {
+        rep_t r = {-1, -1, 1, 0};
+        pk_aop_entry_check(&ops[i], &a, &b, &off, &mask);
+        r.a = (int8_t)a;
+        r.b = (int8_t)b;
+        if (add_check(c, &r, off, mask, ops[i].pc) != 0) return -1;
+    }
+    c->prog.used = blk->check_first; /* the program was the last one appended */
+    blk->program = 0;
+    blk->check_first = first;
+    blk->check_n = n ? (uint16_t)(n - 1) : 0;
+    return 0;
+}
+
 /* Walk the block once: totals, alignment checks, the first UNDEFINED instruction.
  * Accesses whose address is a register the block received plus constants get a
  * pk_check; when some access is not of that form (or the block sets SP from a
@@ -388,6 +413,10 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
         blk->program = 1;
         blk->check_first = first;
         blk->check_n = (uint16_t)n;
+        if (as_register_checks(c, blk) != 0) {
+            err = PK_NOMEM;
+            goto out;
+        }
     }
     blk->size = size;
     blk->cost = cost;
