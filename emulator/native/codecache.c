@@ -50,7 +50,7 @@ struct pk_code {
     uint32_t nregions;
     uint64_t map_bytes;
     acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
-    pk_aprog prog;            /* alignment programs of the blocks that need one (align.h) */
+    pk_aprog prog;            /* alignment programs of the blocks that need one (unaligned.h) */
     pk_amap memory;           /* guest memory the programs read */
     pk_abuild *build;         /* scratch for building a program, allocated on first use */
 };
@@ -320,7 +320,7 @@ static int as_register_checks(pk_code *c, pk_block *blk) {
 /* Walk the block once: totals, alignment checks, the first UNDEFINED instruction.
  * Accesses whose address is a register the block received plus constants get a
  * pk_check; when some access is not of that form (or the block sets SP from a
- * register), the block's checks are an alignment program instead (align.h). */
+ * register), the block's checks are an alignment program instead (unaligned.h). */
 static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, pk_block *blk) {
     uint8_t local[1024 + 2], *buf = local;
     uint32_t end = start + size, a = start, cost = 0, insns = 0, last_flags = 0;

@@ -14,7 +14,7 @@
  *      instruction outside ARMv6-M), which decodes it natively from guest memory
  *      (thumb.c) the first time, wherever it is: flash, SRAM, any executable region;
  *   4. evaluates the block's alignment checks against the registers at block entry
- *      (or runs its alignment program, align.c, when the block computes or loads an
+ *      (or runs its alignment program, unaligned.c, when the block computes or loads an
  *      address itself) and stops before the block when one of its word or halfword
  *      accesses would be unaligned (ARMv6-M faults on those; Unicorn does not), when
  *      an address can only be known mid-block or the block sets SP from a register
@@ -51,7 +51,7 @@ static int cond_holds(uint32_t cond, uint32_t apsr) {
     }
 }
 
-/* Run a block's alignment program (align.c); 1 if it stopped the run before the block. */
+/* Run a block's alignment program (unaligned.c); 1 if it stopped the run before the block. */
 static int align_program(pk_state *s, void *uc, const pk_block *blk) {
     static const uint32_t stop[4] = {STOP_NONE, STOP_ALIGN, STOP_ALIGN_SPLIT, STOP_SP_WRITE};
     pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr, s->id_msp, s->id_psp};

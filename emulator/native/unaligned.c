@@ -1,5 +1,5 @@
 /*
- * pkasim alignment programs (see align.h).
+ * pkasim alignment programs (see unaligned.h).
  *
  * A program is a list of operations on numbered values. Values 0-15 are r0-r15 at
  * block entry, 16 the carry flag at block entry, 17 the constant 0; every operation
@@ -14,7 +14,7 @@
  * from unmapped memory, a special register other than the stack pointers) stops the
  * block for the machine to split (PK_ALIGN_SPLIT).
  */
-#include "align.h"
+#include "unaligned.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +64,7 @@ enum {
 };
 
 #define SIGNED 0x80
+#define SHAPE_LOAD_CHECK 1 /* A_HEAD size: the program is load_then_check's */
 
 /* What a register holds while the block is followed: value v plus the constant off.
  * Adding a constant, moving, PUSH/POP and LDM/STM write-back change off only, so the
@@ -605,6 +606,10 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
         }
         head->imm = (int32_t)entry;
         *n = (uint32_t)(out - head);
+        if (*n == 3 && head[1].op == A_CHECK_LOAD && head[2].op == A_CHECK && head[2].a == head[1].d &&
+            (head[1].a < 16 || head[1].a == V_ZERO) && (head[1].b < 16 || head[1].b == V_ZERO) &&
+            (head[2].b < 16 || head[2].b == V_ZERO))
+            head->size = SHAPE_LOAD_CHECK;
         prog->used += *n;
     }
     free(keep);
@@ -632,29 +637,33 @@ typedef struct {
     uint32_t n;
 } stores_t;
 
+/* Guest memory at [addr, addr + size) in host memory (NULL: not RAM or flash). */
+static const uint8_t *host_at(pk_amap *map, uint32_t addr, uint32_t size) {
+    const pk_amem *m = &map->mem[map->last];
+    if (addr - m->base < m->size && m->size - (addr - m->base) >= size)
+        return m->host + (addr - m->base); /* where the last load was: most are */
+    for (uint32_t i = 0; i < map->n; i++) {
+        m = &map->mem[i];
+        if (addr - m->base < m->size && m->size - (addr - m->base) >= size) {
+            map->last = i;
+            return m->host + (addr - m->base);
+        }
+    }
+    return NULL;
+}
+
+static uint32_t host_value(const uint8_t *src, uint32_t size) {
+    if (size == 4) return (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
+    return size == 2 ? (uint32_t)src[0] | (uint32_t)src[1] << 8 : src[0];
+}
+
 /* Guest memory at [addr, addr + size) as the block will see it: host memory, then the
  * block's earlier stores over it. 0 when it cannot be known before the block runs. */
 static int mem_get(pk_amap *map, const stores_t *st, uint32_t addr, uint32_t size, uint32_t *out) {
-    const uint8_t *src = NULL;
-    const pk_amem *m = &map->mem[map->last];
-    if (addr - m->base < m->size && m->size - (addr - m->base) >= size) {
-        src = m->host + (addr - m->base); /* where the last load was: most are */
-    } else {
-        for (uint32_t i = 0; i < map->n; i++) {
-            m = &map->mem[i];
-            if (addr - m->base < m->size && m->size - (addr - m->base) >= size) {
-                src = m->host + (addr - m->base);
-                map->last = i;
-                break;
-            }
-        }
-    }
+    const uint8_t *src = host_at(map, addr, size);
     if (!src) return 0;
     if (!st->n) { /* no store before it: the host bytes, little-endian as the guest's */
-        if (size == 4)
-            *out = (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
-        else
-            *out = size == 2 ? (uint32_t)src[0] | (uint32_t)src[1] << 8 : src[0];
+        *out = host_value(src, size);
         return 1;
     }
     uint8_t bytes[4] = {0, 0, 0, 0};
@@ -680,12 +689,48 @@ static uint32_t ror32(uint32_t x, uint32_t n) { return n ? (x >> n) | (x << (32 
  * register): everything after it is unknown too, so the program stops at its next
  * check. That check is at or before the first check depending on the value, and
  * after the block's start, so splitting the block there is exact and makes progress. */
+static uint32_t entry_reg(const pk_aregs *regs, uint16_t r) {
+    uint32_t x = 0;
+    if (r != V_ZERO) regs->reg_read(regs->uc, regs->regids[r], &x);
+    return x;
+}
+
+/* The program most blocks with one have (a pointer loaded from [entry registers +
+ * constant], then used as an address), without the general machinery. */
+static int load_then_check(const pk_aop *ops, pk_amap *map, const pk_aregs *regs, uint32_t *pc, uint32_t *addr) {
+    const pk_aop *l = &ops[1], *c = &ops[2];
+    uint32_t ra = entry_reg(regs, l->a), rb = entry_reg(regs, l->b), size = l->size & 7;
+    uint32_t a = ra + rb + (uint32_t)l->imm, t;
+    if (a & (size - 1)) {
+        *pc = l->pc;
+        *addr = a;
+        return PK_ALIGN_FAULT;
+    }
+    const uint8_t *src = host_at(map, a, size);
+    if (!src) {
+        *pc = c->pc;
+        *addr = 0;
+        return PK_ALIGN_SPLIT;
+    }
+    t = host_value(src, size);
+    if (l->size & SIGNED) t = size == 1 ? (uint32_t)(int32_t)(int8_t)t : (uint32_t)(int32_t)(int16_t)t;
+    uint32_t cb = c->b == l->a ? ra : c->b == l->b ? rb : entry_reg(regs, c->b);
+    a = t + cb + (uint32_t)c->imm;
+    if (a & c->size) {
+        *pc = c->pc;
+        *addr = a;
+        return PK_ALIGN_FAULT;
+    }
+    return PK_ALIGN_OK;
+}
+
 int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *regs, uint32_t *pc,
                  uint32_t *addr) {
     uint32_t v[MAX_VALUES];
     stores_t st;
     int unknown = 0;
     if (!n) return PK_ALIGN_OK;
+    if (ops->size == SHAPE_LOAD_CHECK) return load_then_check(ops, map, regs, pc, addr);
     const pk_aop *o = ops, *end = ops + n;
     uint32_t entry = (uint32_t)o->imm;
     v[V_ZERO] = 0;

@@ -18,16 +18,24 @@
  * SP from a register makes the machine run through it and clear those bits (SP_WRITE).
  * docs/cycle-model.md, "Alignment", states the rule.
  */
-#ifndef PK_ALIGN_H
-#define PK_ALIGN_H
+#ifndef PK_UNALIGNED_H
+#define PK_UNALIGNED_H
 
 #include <stdint.h>
+
+/* Not exported from the library: called only from the native code beside it (a direct
+ * call, not one through the dynamic symbol table). */
+#if defined(__GNUC__)
+#define PK_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define PK_INTERNAL
+#endif
 
 /* What a program found (pk_align_run). */
 enum { PK_ALIGN_OK = 0, PK_ALIGN_FAULT = 1, PK_ALIGN_SPLIT = 2, PK_ALIGN_SP_WRITE = 3 };
 
 typedef struct {
-    uint8_t op;       /* A_* (align.c) */
+    uint8_t op;       /* A_* (unaligned.c) */
     uint8_t size;     /* LOAD/STORE: bytes; CHECK: the alignment mask; SPW: instruction bytes */
     uint16_t d;       /* the value written */
     uint16_t a, b, c; /* the values read (A_NONE: none) */
@@ -58,24 +66,24 @@ typedef struct {
 /* Building one block's program, instruction by instruction (codecache.c fill()). */
 typedef struct pk_abuild pk_abuild;
 
-pk_abuild *pk_abuild_new(void);
-void pk_abuild_free(pk_abuild *b);
-void pk_abuild_start(pk_abuild *b);
+PK_INTERNAL pk_abuild *pk_abuild_new(void);
+PK_INTERNAL void pk_abuild_free(pk_abuild *b);
+PK_INTERNAL void pk_abuild_start(pk_abuild *b);
 /* One instruction at addr (hw2: the second halfword of a 32-bit one). A literal load
  * passes lit_ok and the word; lit_const says the word cannot change under the block
  * (read-only memory). Returns -1 when out of memory. */
-int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw1, uint32_t hw2, int lit_ok, uint32_t lit_word,
-                   int lit_const);
+PK_INTERNAL int pk_abuild_insn(pk_abuild *b, uint32_t addr, uint32_t hw1, uint32_t hw2, int lit_ok,
+                               uint32_t lit_word, int lit_const);
 /* Whether the block needs a program: an access the register-plus-constant checks
  * cannot place, or a write of SP from a register. */
-int pk_abuild_needed(const pk_abuild *b);
+PK_INTERNAL int pk_abuild_needed(const pk_abuild *b);
 /* Cut the program down and append it to prog: [*first, *first + *n). -1: no memory. */
-int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n);
+PK_INTERNAL int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n);
 
 /* Program operation o (after the head) is a check of registers the block received
  * plus a constant: its registers (-1: none), constant and mask. 0 otherwise. A
  * program of such checks only is cheaper as codecache.c's register checks. */
-int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask);
+PK_INTERNAL int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask);
 
 /* Where a program reads registers and the APSR (Unicorn's uc_reg_read and ids). */
 typedef struct {
@@ -87,7 +95,7 @@ typedef struct {
 
 /* Run a program. On a finding other than OK, *pc is the instruction and *addr the
  * faulting address (FAULT) or the address after the instruction (SP_WRITE). */
-int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *regs, uint32_t *pc,
-                 uint32_t *addr);
+PK_INTERNAL int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *regs,
+                             uint32_t *pc, uint32_t *addr);
 
 #endif
