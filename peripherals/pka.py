@@ -22,7 +22,10 @@ Interface
   Not modelled the datapath's intermediate states (the result is computed when START
                is accepted and written at the end of the busy time: the CPU cannot
                see PKA RAM meanwhile, so nothing can tell); wait states on PKA RAM or
-               register accesses; power and side channels. START is taken at the cycle
+               register accesses. Power: ``on_start`` (None unless something traces
+               power) is given every accepted operation's operands, and the power
+               model (pkasim.analysis.power.pka) derives the datapath's digits from
+               them; the fast path hands START to Python while it is set. START is taken at the cycle
                count of the start of the basic block that writes CR (the model's MMIO
                time resolution, docs/cycle-model.md).
 
@@ -238,6 +241,20 @@ class Operation(NamedTuple):
     end_cycle: int
 
 
+class Started(NamedTuple):
+    """An accepted operation, as ``Pka.on_start`` is given it: its operands as they were
+    read from PKA RAM, when it started and for how many core cycles it is busy."""
+
+    name: str  # the command's name: MONTMUL, MODADD, MODSUB, ADD, SUB, MONTMUL2
+    words: int
+    a: int
+    b: int
+    n: int  # 0 for ADD and SUB
+    start: int  # core cycle
+    cycles: int  # busy core cycles
+    a2: int | None = None  # MONTMUL2's second multiplicand
+
+
 class _Pending(NamedTuple):
     command: Command
     words: int
@@ -380,6 +397,8 @@ class Pka(Peripheral):
         self.faults: tuple[StartFault, ...] = ()  # armed by arm_fault(); each leaves when it fires
         self._event: Event | None = None
         self._pending: _Pending | None = None
+        self._on_start: Callable[[Started], None] | None = None
+        self._fast_wanted = False  # what the machine wants of the fast path (attach_native, fast_paths)
         self.reset()
 
     @classmethod
@@ -526,6 +545,27 @@ class Pka(Peripheral):
     def log_truncated(self) -> bool:
         return self._log_truncated or bool(self.state.log_truncated) or len(self._log) + self.state.log_n > LOG_LIMIT
 
+    # ------------------------------------------------------------- power
+    @property
+    def on_start(self) -> Callable[[Started], None] | None:
+        """Called with every operation the PKA accepts (the power model's input). While
+        it is set, the fast path hands every access to this model (``fast_on`` = 0), so
+        no START bypasses it; None gives the fast path back."""
+        return self._on_start
+
+    @on_start.setter
+    def on_start(self, callback: Callable[[Started], None] | None) -> None:
+        self._on_start = callback
+        if self._native is not None:
+            self.state.fast_on = int(callback is None and self._fast_wanted)
+
+    def fast_paths_changed(self) -> None:
+        """The machine switched the fast paths (``Machine.fast_paths``): remember what it
+        wants, and keep the fast path off while ``on_start`` is set."""
+        self._fast_wanted = bool(self.state.fast_on)
+        if self._on_start is not None:
+            self.state.fast_on = 0
+
     # ------------------------------------------------------------- native fast path
     def attach_native(self, lib: ctypes.CDLL, core: int, irq_exc: int, slow_path: int) -> NativeWindow:
         """Let the fast path (pka_fast.c, in ``lib``) serve this PKA in the machine whose
@@ -539,7 +579,8 @@ class Pka(Peripheral):
         st.core = core
         st.irq_exc = irq_exc
         st.py_access = slow_path
-        st.fast_on = 1
+        self._fast_wanted = True
+        st.fast_on = int(self._on_start is None)
         return NativeWindow(lib.pk_pka_read, lib.pk_pka_write, ctypes.addressof(st), "pk_pka_next", "pk_pka_finish")
 
     def _update_irq(self) -> None:
@@ -696,6 +737,8 @@ class Pka(Peripheral):
             result = fault.corrupt(result, words) & ((1 << (32 * words)) - 1)
         cycles = self._cycles[command.key][words]
         start = self.clock.now
+        if self._on_start is not None:
+            self._on_start(Started(command.name, words, a, b, n, start, cycles))
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, carry, cycles, start)
         self.state.busy = 1
         self._event = self.clock.schedule(start + cycles, self._finish, self.name)
@@ -730,6 +773,8 @@ class Pka(Peripheral):
             result = fault.corrupt(result, words) & ((1 << (32 * words)) - 1)
         cycles = self._cycles["montmul"][words]
         start = self.clock.now
+        if self._on_start is not None:
+            self._on_start(Started(command.name, words, a, b, n, start, cycles, a2))
         self._pending = _Pending(command, words, regs[Reg.RPTR], result, 0, cycles, start, regs[Reg.R2PTR], result2)
         self.state.busy = 1
         self._event = self.clock.schedule(start + cycles, self._finish, self.name)

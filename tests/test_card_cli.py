@@ -87,3 +87,70 @@ def test_sign_on_an_untrimmed_fast_oscillator_reports_device_time_ahead_of_host_
     b = report["breakdown"]
     assert report["oscillator"]["error_ppm"] == 2500
     assert (b["device_ms"] / b["total_ms"] - 1) * 1e6 == pytest.approx(2500, abs=1)
+
+
+# --------------------------------------------------------------------------- hostile state files and outputs
+
+def test_sign_with_a_state_of_dev_zero_is_refused_before_any_work(tmp_path: Path, capsys) -> None:
+    """Read until the kernel killed the process; now refused as not a file, nothing made."""
+    message = tmp_path / "msg"
+    message.write_bytes(b"m")
+    assert run(["sign", "--key", KEY, "--message", message, "--state", "/dev/zero"]) == 66
+    err = capsys.readouterr().err
+    assert err.count("pkasim: error:") == 1 and "/dev/zero: cannot read the card state: not a regular file" in err
+    assert "total (host time)" not in err
+
+
+def test_apdu_with_a_state_of_dev_zero_is_refused(monkeypatch, capsys) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"00A4040006D27600012401\n")))
+    assert run(["apdu", "--state", "/dev/zero"]) == 66
+    assert "not a regular file but a character device" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("where", "code", "phrase"), [
+    ("missing", 74, "cannot write the card state: no such directory"),
+    ("directory", 66, "cannot read the card state: not a regular file but a directory"),
+])
+def test_sign_with_a_state_it_could_not_write_back_is_refused_before_the_signature(tmp_path: Path, capsys, where,
+                                                                                   code, phrase) -> None:
+    """Once exit 70 after the signature was made, the card state (the imported key) lost."""
+    message, sig = tmp_path / "msg", tmp_path / "sig"
+    message.write_bytes(b"m")
+    state = tmp_path / "no" / "such" / "card.state" if where == "missing" else tmp_path
+    assert run(["sign", "--key", KEY, "--message", message, "--state", state, "--out", sig]) == code
+    err = capsys.readouterr().err
+    assert err.count("pkasim: error:") == 1 and phrase in err and "internal error" not in err
+    assert "total (host time)" not in err and not sig.exists()
+
+
+def test_sign_with_an_output_in_a_missing_directory_is_refused_before_the_signature(tmp_path: Path,
+                                                                                    capsys) -> None:
+    message, state = tmp_path / "msg", tmp_path / "card.state"
+    message.write_bytes(b"m")
+    assert run(["sign", "--key", KEY, "--message", message, "--state", state,
+                "--out", tmp_path / "no" / "sig"]) == 74
+    assert "cannot write the signature" in capsys.readouterr().err
+    assert not state.exists()  # nothing ran, nothing saved
+
+
+def test_sign_writes_the_state_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    message, state = tmp_path / "msg", tmp_path / "card.state"
+    message.write_bytes(b"m")
+    assert run(["sign", "--key", KEY, "--message", message, "--state", state]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["card.state", "msg"]
+
+
+def test_sign_with_a_key_of_dev_zero_reads_only_the_key_limit(tmp_path: Path, capsys) -> None:
+    message = tmp_path / "msg"
+    message.write_bytes(b"m")
+    assert run(["sign", "--key", "/dev/zero", "--message", message]) == 65
+    assert "/dev/zero: more than 65,536 bytes, not a key file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--wait", "nan"], ["--wait", "-1"], ["--wait", "inf"], ["--vpcd", "x"],
+                                  ["--vpcd", "127.0.0.1:99999"], ["--vpcd", "127.0.0.1:0"]])
+def test_card_with_a_malformed_wait_or_vpcd_is_a_usage_error(argv: list, capsys) -> None:
+    """--wait nan once retried for ever (no deadline is ever reached)."""
+    assert run(["card", *argv]) == 64
+    err = capsys.readouterr().err
+    assert "pkasim: error:" in err and "internal error" not in err

@@ -209,3 +209,86 @@ def test_running_out_of_host_memory_is_one_line_exit_71(elf, monkeypatch, capsys
     monkeypatch.setattr(Machine, "load", exhausted)
     code = run(["run", elf("hello")])
     assert_clean_error(capsys.readouterr().err, code, EXIT_OS, "out of host memory")
+
+
+# --------------------------------------------------------------------------- --dump like --load
+
+def test_dump_of_a_zero_size_symbol_writes_to_the_end_of_its_region_as_load_fills_it(elf, config, tmp_path,
+                                                                                     capsys) -> None:
+    """``_ebss`` has no size: --load fills from it to the end of SRAM, and --dump writes
+    the same span (it once wrote an empty file, silently)."""
+    from pkasim.chip.loader import load_image
+
+    image = load_image(elf("hello"), config)
+    start = image.symbol("_ebss").address
+    out = tmp_path / "stack.bin"
+    assert run(["run", elf("hello"), "-q", "--dump", f"_ebss={out}"]) == 0
+    assert len(out.read_bytes()) == config.memory["sram"].end - start > 0
+    assert run(["run", elf("hello"), "-q", "--load", f"_ebss={out}"]) == 0  # and it loads back
+
+
+# --------------------------------------------------------------------------- inputs that are not files
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    """A FIFO nobody writes to: an open for reading would wait for a writer for ever."""
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path
+
+
+def test_a_firmware_that_is_a_fifo_is_refused_without_waiting_for_a_writer(fifo, capsys) -> None:
+    code = run(["run", fifo])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_NO_INPUT, f"{fifo}: cannot open: not a regular file "
+                                                                     "but a FIFO")
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "{hello}", "--config", "{fifo}"],
+    ["run", "{hello}", "--load", "main={fifo}"],
+    ["debug", "{hello}", "--commands", "{fifo}"],
+    ["diff", "{fifo}", "{fifo}"],
+    ["ct-check", "{ctleak}", "--secret", "ct_secret", "--random", "2", "--load", "ct_mode={fifo}"],
+])
+def test_an_input_fifo_with_no_writer_is_one_line_and_exit_66(argv, elf, fifo, capsys) -> None:
+    """A stream will do for these (``--load x=<(...)``), but a FIFO no process writes
+    to is refused at once: nothing would ever come."""
+    code = run([a.format(hello=elf("hello"), ctleak=elf("ctleak"), fifo=fifo) for a in argv])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_NO_INPUT, f"{fifo}: ", "a FIFO (named pipe) with no "
+                                                                                 "writer")
+
+
+def test_a_regress_suite_that_is_a_fifo_exits_2(fifo, capsys) -> None:
+    assert run(["regress", fifo]) == 2
+    assert "a FIFO (named pipe) with no writer" in capsys.readouterr().err
+
+
+def test_load_from_a_pipe_reads_it_like_a_file(elf, tmp_path, capsys) -> None:
+    """``--load fault_kind=<(printf ...)``: the shell passes a pipe as /dev/fd/N."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, (1).to_bytes(4, "little"))
+    os.close(write_end)
+    try:
+        code = run(["run", elf("fault"), "-q", "--load", f"fault_kind=/dev/fd/{read_end}", "--max-cycles", "100000"])
+    finally:
+        os.close(read_end)
+    assert code not in (EXIT_NO_INPUT, 70), capsys.readouterr().err
+
+
+def test_ct_check_inputs_holding_a_fifo_are_refused_not_skipped(elf, tmp_path, capsys) -> None:
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    (inputs / "a").write_bytes(b"\0" * 4)
+    (inputs / "b").write_bytes(b"\1" * 4)
+    os.mkfifo(inputs / "c")
+    code = run(["ct-check", elf("ctleak"), "--secret", "ct_secret", "--inputs", inputs])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_NO_INPUT, f"{inputs / 'c'}: cannot read: not a regular "
+                                                                     "file but a FIFO")
+
+
+def test_a_debug_script_on_stdin_over_1_mib_is_refused_not_cut_short(elf, monkeypatch, capsys) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"info registers\n" * 80_000)))
+    code = run(["debug", elf("hello")])
+    assert_clean_error(capsys.readouterr().err, code, EXIT_BAD_INPUT, "stdin: more than 1,048,576 bytes of commands")

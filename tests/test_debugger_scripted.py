@@ -222,3 +222,23 @@ def test_an_interrupt_ends_a_run_between_its_slices(make_machine, elf):
     d.interrupted = lambda: True  # the TUI's Ctrl-C
     assert d.execute("continue")[0] == "Interrupted"
     assert 100_000 <= m.cycles < 100_100  # the end of the first slice (a block boundary)
+
+
+@pytest.mark.parametrize(("line", "phrase"), [
+    ("stack x", "stack N: N words: expected a whole number, got 'x'"),
+    ("stack 99999999999999999999", "stack N: N words: expected 1 to 4096, got 99999999999999999999"),
+    ("delete x", "delete N...: breakpoint numbers: expected a whole number, got 'x'"),
+])
+def test_a_count_that_is_not_a_number_is_an_error_line(make_machine, elf, line, phrase):
+    """Once ValueError, an internal error (exit 70) in scripted mode."""
+    m = make_machine()
+    m.load(elf("hello"))
+    assert Debugger(m, reverse=False).execute(line) == [f"error: {phrase}"]
+
+
+def test_delete_takes_hex_numbers_too(make_machine, elf):
+    m = make_machine()
+    m.load(elf("hello"))
+    d = Debugger(m, reverse=False)
+    d.execute("break main")
+    assert d.execute("delete 0x1") == ["Deleted 1"]

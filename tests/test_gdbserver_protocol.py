@@ -147,6 +147,147 @@ def test_a_range_step_stops_at_the_first_instruction_outside_the_range(session, 
     assert not start <= m.pc < end
 
 
+# --------------------------------------------------------------------------- hostile packets
+
+@pytest.mark.parametrize("packet", ["Z0,ffffffffffffffff,2", "Z1,100000000,2", "Z0,-4,2", "Z0,0x20,2"])
+def test_a_breakpoint_beyond_the_address_space_is_refused_and_leaves_no_state(session, packet):
+    """Refused with an error and nothing set: a reverse-continue afterwards still works
+    (it once failed with E03 until the bad breakpoint was removed)."""
+    server, c = session
+    assert c.ask(packet).startswith("E")
+    assert server.target.machine._loop.breakpoints == set()
+    assert c.ask("s") == "T05thread:1;"
+    assert c.ask("bc").startswith("T05")
+
+
+@pytest.mark.parametrize("packet", ["c100000000", "sffffffffffffffff", "vCont;r0,100000001:1", "c-2"])
+def test_a_pc_beyond_32_bits_is_refused(session, packet):
+    server, c = session
+    pc = server.target.machine.pc
+    assert c.ask(packet) == "E01"
+    assert server.target.machine.pc == pc
+
+
+def test_a_negative_qxfer_offset_is_an_error_not_an_empty_reply(session):
+    _, c = session
+    assert c.ask("qXfer:features:read:target.xml:-1,40") == "E01"
+    assert c.ask("qXfer:features:read:target.xml:0,-40") == "E01"
+
+
+def test_memory_replies_fit_the_packet_size_the_server_advertises(session):
+    """A short reply (the first bytes asked for) is how the protocol caps a read; gdb
+    asks again for the rest."""
+    server, c = session
+    size = int(dict(f.split("=") for f in c.ask("qSupported").split(";") if "=" in f)["PacketSize"], 16)
+    reply = c.ask(f"m0,{size:x}")  # flash, 0x4000 bytes asked: 0x8000 hex digits would not fit
+    assert 0 < len(reply) <= size and re.fullmatch("[0-9a-f]+", reply)
+    assert bytes.fromhex(reply) == server.target.machine.read_memory(0, len(reply) // 2)
+    xml = c.ask(f"qXfer:features:read:target.xml:0,{size:x}")
+    assert len(xml) <= size
+
+
+def test_the_server_serves_on_ipv6_loopback(make_machine, elf):
+    from pkasim.debugger.gdbserver.server import Target, listen, serve
+
+    m = make_machine()
+    m.load(elf("hello"))
+    srv = listen("::1", 0)
+    assert srv.family == socket.AF_INET6
+    port = srv.getsockname()[1]
+    import threading
+
+    thread = threading.Thread(target=serve, args=(srv, Target(m, interval_cycles=1_000_000), lambda _: None),
+                              daemon=True)
+    thread.start()
+    with socket.create_connection(("::1", port), timeout=60) as sock:
+        sock.sendall(frame("?"))
+        data = b""
+        while b"#" not in data.lstrip(b"+"):
+            data += sock.recv(4096)
+        assert b"$T05thread:1;#" in data
+        sock.sendall(b"+" + frame("D"))
+    thread.join(timeout=60)
+    srv.close()
+
+
+# --------------------------------------------------------------------------- hostile command lines
+
+def gdbserver(elf, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf("hello")), *extra],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("port", ["65536", "-1", "99999999999999999999", "http"])
+def test_a_port_outside_0_to_65535_is_a_usage_error(elf, port):
+    proc = gdbserver(elf, "--port", port)
+    assert proc.returncode == 64, proc.stderr
+    assert proc.stderr.count("pkasim: error:") == 1 and "Traceback" not in proc.stderr
+    assert "internal error" not in proc.stderr
+
+
+@pytest.mark.parametrize("host", ["", "0", "0.0", " "])
+def test_a_host_that_would_mean_every_interface_by_accident_is_refused(elf, host):
+    """An unset shell variable (``--host "$HOST"``) or '0' would bind every interface:
+    an unauthenticated server that reads and writes the target, open to the network."""
+    proc = gdbserver(elf, "--host", host, "--port", "0")
+    assert proc.returncode == 64, proc.stderr
+    assert proc.stderr.count("pkasim: error:") == 1 and "listening" not in proc.stderr
+
+
+def test_listening_beyond_loopback_is_said_on_stderr(elf, monkeypatch, capsys):
+    """--host 0.0.0.0 is taken, with a warning. (The socket is bound to 127.0.0.1 here:
+    a test does not open a server to the network.)"""
+    import pkasim.debugger.gdbserver.server as server
+    from pkasim.cli.main import main
+
+    real = server.listen
+    monkeypatch.setattr(server, "listen", lambda host, port, address=None: real("127.0.0.1", 0))
+    monkeypatch.setattr(server, "serve", lambda srv, target, say: None)
+    assert main(["gdbserver", str(elf("hello")), "--host", "0.0.0.0", "--port", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: listening on" in err and "no authentication" in err
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("::1", True), ("localhost", True),
+                                                 ("0.0.0.0", False), ("::", False)])
+def test_listen_addresses_say_whether_they_are_loopback(host, loopback):
+    from pkasim.cli.gdbserver import listen_address
+
+    assert listen_address(host, 0)[2] is loopback
+
+
+def test_the_command_listens_on_ipv6_loopback(elf):
+    proc = subprocess.Popen([sys.executable, "-m", "pkasim.cli.main", "gdbserver", str(elf("hello")), "--host", "::1",
+                             "--port", "0"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        found = re.search(r"listening on \[::1\]:(\d+)", line)
+        assert found, line + proc.stderr.read()
+        with socket.create_connection(("::1", int(found.group(1))), timeout=60) as sock:
+            sock.sendall(frame("D"))
+            assert sock.recv(1) == b"+"
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_a_dump_that_cannot_be_written_after_the_session_is_one_line_and_exit_74(elf, tmp_path):
+    server = Server(elf("hello"), "--dump", f"main={tmp_path / 'no' / 'such' / 'dir' / 'main.bin'}")
+    c = Client(server.port)
+    try:
+        assert c.ask("D") == "OK"
+        status, err = server.wait()
+    finally:
+        c.close()
+        server.close()
+    assert status == 74, err
+    assert err.count("pkasim: error:") == 1 and "cannot write dump of 'main'" in err
+    assert "internal error" not in err
+
+
 def test_steps_and_reverse_steps_after_ctrl_c_move_one_instruction_each(make_machine, elf):
     """Ctrl-C ends a continue between its slices (in code the run has translated):
     each 's' from there executes one instruction and each 'bs' goes back one, through

@@ -21,7 +21,26 @@ import time
 from pathlib import Path
 
 import pytest
-from test_gpg_card import CARD, PCSCD_SOCKET, ROOT, card_status, gpg, missing
+from test_gpg_card import CARD, PCSCD_SOCKET, ROOT, missing
+
+
+def gpg(env, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["gpg", "--batch", "--pinentry-mode", "loopback", *args], env=env, input=stdin,
+                          capture_output=True, text=True, timeout=120, check=False)
+    if check and proc.returncode:
+        raise AssertionError(f"gpg {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def card_status(env) -> str:
+    """``gpg --card-status``, retried while pcscd has not seen the card yet."""
+    for _ in range(40):
+        proc = gpg(env, "--card-status", check=False)
+        if proc.returncode == 0:
+            return proc.stdout
+        time.sleep(0.5)
+    raise AssertionError(f"gpg --card-status never saw the card:\n{proc.stderr}")
+
 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 

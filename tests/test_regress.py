@@ -127,3 +127,44 @@ def test_a_bad_suite_exits_2_with_one_line(tmp_path, build_dir, capsys, text, me
 def test_a_missing_suite_file_exits_2(tmp_path, capsys):
     assert main(["regress", str(tmp_path / "none.yaml")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- hostile baselines and loads
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ("[1, 2]", "top level: expected a JSON object"),
+    ("null", "top level: expected a JSON object"),
+    ('{"schema": "pkasim.baseline/1", "metrics": [1]}', "metrics: expected an object"),
+    ('{"schema": "pkasim.baseline/1", "metrics": {"cycles": "many"}}', 'metrics.cycles: expected a whole number'),
+    ('{"schema": "pkasim.baseline/1", "metrics": {"cycles": 1' + "0" * 5000 + "}}", "unreadable baseline"),
+    ("[" * 100_000 + "]" * 100_000, "unreadable baseline: JSON nested too deep"),
+    ('{"schema": "other"}', "schema: not a pkasim baseline"),
+])
+def test_a_baseline_of_the_wrong_shape_exits_2_with_one_line_naming_file_and_key(tmp_path, build_dir, capsys,
+                                                                                 doc, message):
+    suite = write_suite(tmp_path, build_dir)
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "hello.json").write_text(doc)
+    assert main(["regress", str(suite)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'base' / 'hello.json'}: {message}" in err
+    assert err.count("pkasim: error:") == 1 and "internal error" not in err and "Traceback" not in err
+
+
+def test_a_baseline_that_is_a_fifo_is_refused_without_blocking(tmp_path, build_dir, capsys):
+    import os
+
+    suite = write_suite(tmp_path, build_dir)
+    (tmp_path / "base").mkdir()
+    os.mkfifo(tmp_path / "base" / "hello.json")
+    assert main(["regress", str(suite)]) == 2
+    assert "not a regular file but a FIFO" in capsys.readouterr().err
+
+
+def test_a_load_of_dev_zero_is_bounded_like_runs(tmp_path, build_dir, capsys):
+    """Read until the kernel killed the process; now the symbol's size + 1, as run --load."""
+    suite = write_suite(tmp_path, build_dir, f"build: {build_dir}\nbaselines: base\ncases:\n"
+                                             "  - {name: hello, image: hello.elf, load: {main: /dev/zero}}\n")
+    assert main(["regress", str(suite)]) == 2
+    out = capsys.readouterr()
+    assert "/dev/zero: more than" in out.out + out.err and "the size of 'main'" in out.out + out.err

@@ -187,7 +187,7 @@ def test_no_call_is_unimplemented(board, tmp_path, caplog):
 
 # --------------------------------------------------------------------------- the pkasim command
 
-def pkasim(*argv: str, stdin: bytes = b"", cwd: Path | None = None) -> subprocess.CompletedProcess:
+def pkasim(*argv: str | bytes, stdin: bytes = b"", cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent), COLUMNS="200")
     return subprocess.run([sys.executable, "-m", "pkasim.cli.main", *argv], input=stdin, capture_output=True,
                           cwd=cwd, env=env, timeout=600)
@@ -203,6 +203,21 @@ def test_command_passes_arguments_after_the_double_dash(rt_newlib):
     done = pkasim("run", "-q", str(rt_newlib), "--", "args", "--json", "-q")
     assert done.returncode == 3
     assert done.stdout == b"argc=3\nargv[1]=<--json>\nargv[2]=<-q>\n"
+
+
+def test_command_passes_an_argument_that_is_not_utf8_as_its_bytes(rt_newlib):
+    done = pkasim("run", "-q", str(rt_newlib), "--", "args", b"a\xffb")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == b"argc=2\nargv[1]=<a\xffb>\n"
+
+
+def test_command_runs_a_firmware_whose_path_is_not_utf8(rt_newlib, tmp_path):
+    path = os.path.join(os.fsencode(tmp_path), b"rt\xff.elf")
+    with open(path, "wb") as fh:
+        fh.write(rt_newlib.read_bytes())
+    done = pkasim("run", "-q", path, "--", "exit", "0")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b""
 
 
 def test_command_passes_its_stdin_through(rt_newlib):

@@ -129,8 +129,26 @@ def test_features_file_opens_for_reading_only(m):
     assert errno_(m) == NEWLIB["EACCES"]
 
 
-def test_console_opens_by_mode_stdin_stdout_stderr(m):
-    assert [open_(m, b":tt", mode) for mode in (0, 4, 8)] == [0, 1, 2]
+def test_console_opens_with_nonzero_handles_by_mode_stdin_stdout_stderr(make_machine, elf):
+    """The specification: SYS_OPEN returns "a nonzero handle"; QEMU gives each :tt
+    open a new one. Read mode is stdin, write stdout, append stderr."""
+    m = make_machine()
+    m.load(elf("bench"))
+    m.write_memory(SRAM_CODE, STUB)
+    m.semihosting.stdin = io.BytesIO(b"in")
+    handles = [open_(m, b":tt", mode) for mode in (0, 4, 8)]
+    assert 0 not in handles and -1 not in handles and len(set(handles)) == 3
+    tin, tout, terr = handles
+    m.write_memory(BUF + 0x80, b"out\nerr\n")
+    assert call(m, sh.SYS_WRITE, tout, BUF + 0x80, 4) == 0
+    assert call(m, sh.SYS_WRITE, terr, BUF + 0x84, 4) == 0
+    assert m.stdout.getvalue() == b"out\n" and m.stderr.getvalue() == b"err\n"
+    assert call(m, sh.SYS_READ, tin, BUF + 0x90, 2) == 0 and m.read_memory(BUF + 0x90, 2) == b"in"
+    assert [call(m, sh.SYS_ISTTY, h) for h in handles] == [1, 1, 1]
+    assert call(m, sh.SYS_WRITE, tin, BUF + 0x80, 4) == -1 and errno_(m) == NEWLIB["EBADF"]
+    assert call(m, sh.SYS_FLEN, tout) == -1 and errno_(m) == NEWLIB["EINVAL"]
+    assert [call(m, sh.SYS_CLOSE, h) for h in handles] == [0, 0, 0]
+    assert call(m, sh.SYS_WRITE, tout, BUF + 0x80, 4) == -1 and errno_(m) == NEWLIB["EBADF"]
 
 
 def test_write_goes_to_the_console_stream_of_its_handle(m):
@@ -375,6 +393,43 @@ def test_get_cmdline_too_long_for_the_buffer_is_e2big(m):
     assert errno_(m) == NEWLIB["E2BIG"]
 
 
+class _Image:
+    """An image with only the sections SYS_HEAPINFO looks at."""
+
+    def __init__(self, *spans: tuple[int, int]) -> None:
+        from pkasim.chip.loader import Section
+
+        self.sections = [Section(f".s{i}", base, base, size, True) for i, (base, size) in enumerate(spans)]
+        self.path = Path("fw.elf")
+
+
+def _heap(config, *spans: tuple[int, int]) -> tuple[int, int, int, int]:
+    image = _Image(*spans)
+    host = sh.Semihosting(lambda a, n: bytes(n), lambda a, d: None, lambda: 0, 48_000_000, io.BytesIO(),
+                          io.BytesIO(), memory=list(config.memory.values()), image=lambda: image)
+    return host.heap_layout()
+
+
+def test_heapinfo_aligns_both_ends_of_the_gap_to_8_bytes(config):
+    """A 4-byte object at the top of SRAM: the gap's top is 0x20003ffc; the stack base
+    (= heap limit) is 8-byte aligned below it, the heap base above the object below."""
+    top = config.memory["sram"].end
+    assert _heap(config, (0x20000000, 0x13), (top - 4, 4)) == (0x20000018, top - 8, top - 8, 0x20000018)
+
+
+def test_heapinfo_without_an_8_byte_gap_is_all_zeros(config):
+    """SRAM filled but for 6 bytes (0x20000001-0x20000007): no aligned room; zeros tell
+    the C library to fall back to its own symbols, instead of a heap base above its limit."""
+    sram = config.memory["sram"]
+    assert _heap(config, (sram.base, 1), (sram.base + 7, sram.size - 7)) == (0, 0, 0, 0)
+
+
+def test_heapinfo_takes_the_largest_gap_in_the_largest_ram(config):
+    """.bss in the middle of SRAM: the larger gap, above it, is heap and stack."""
+    top = config.memory["sram"].end
+    assert _heap(config, (0x20001000, 0x100)) == (0x20001100, top, top, 0x20001100)
+
+
 def test_heapinfo_gives_the_ram_the_image_leaves_free(m, config):
     bss = max(s.vma + s.size for s in m.image.sections if s.vma >= config.memory["sram"].base)
     top = config.memory["sram"].end
@@ -453,3 +508,53 @@ def test_errno_table_is_newlibs(repo):
 def test_host_errno_maps_by_name():
     assert guest_errno(errno.ENAMETOOLONG) == 91 and guest_errno(errno.ENOENT) == 2
     assert guest_errno(10**6) == NEWLIB["EIO"]  # no such host error: EIO
+
+
+# --------------------------------------------------------------------------- hostile host files and arguments
+
+def test_flen_of_a_file_over_2_gib_is_eoverflow_not_a_wrapped_length(m, host_dir):
+    """A sparse 5 GiB file: its length does not fit the signed 32-bit answer (QEMU: -1,
+    EOVERFLOW), where the low 32 bits would say 1 GiB."""
+    with open(host_dir / "big", "wb") as fh:
+        fh.truncate(5 << 30)
+    handle = open_(m, b"big")
+    assert call(m, sh.SYS_FLEN, handle) == -1
+    assert errno_(m) == NEWLIB["EOVERFLOW"]
+
+
+def test_flen_of_a_file_of_2_gib_less_1_is_its_length(m, host_dir):
+    with open(host_dir / "edge", "wb") as fh:
+        fh.truncate(sh.FLEN_MAX)
+    assert call(m, sh.SYS_FLEN, open_(m, b"edge")) == 0x7FFFFFFF
+
+
+@pytest.mark.parametrize("mode", [0, 4, 8])
+def test_open_of_a_fifo_in_the_host_dir_is_refused_without_waiting_for_a_writer(m, host_dir, caplog, mode):
+    """A FIFO nobody writes to would block the open for ever, and a cycle budget cannot
+    end a host call. A thread opens the other end so that the old behaviour (an
+    open that waits) fails the assertion instead of hanging the test."""
+    import os
+    import threading
+
+    fifo = host_dir / "fifo"
+    os.mkfifo(fifo)
+    other = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY if mode == 0 else os.O_RDONLY)),
+                             daemon=True)
+    other.start()
+    assert open_(m, b"fifo", mode) == -1
+    assert errno_(m) == NEWLIB["EACCES"]
+    assert "a FIFO: only regular files are served" in caplog.text
+    both = os.open(fifo, os.O_RDWR)  # both ends at once (Linux): the thread's open returns, whenever it comes
+    other.join()
+    os.close(both)
+
+
+def test_get_cmdline_passes_arguments_that_are_not_utf8_as_their_bytes(m):
+    """``pkasim run fw.elf -- $'a\\xffb'``: Python holds the word with a surrogate;
+    the firmware gets the bytes the shell passed."""
+    import os
+
+    m.semihosting.argv = [os.fsdecode(b"fw\xfe.elf"), os.fsdecode(b"a\xffb")]
+    assert call(m, sh.SYS_GET_CMDLINE, BUF, 256) == 0
+    length = m.read_u32(BLOCK + 4)
+    assert m.read_memory(BUF, length + 1) == b"fw\xfe.elf a\xffb\0"

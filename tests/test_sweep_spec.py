@@ -68,6 +68,15 @@ def test_a_preset_axis_lays_the_preset_file_over_the_base_chip(repo, tmp_path):
     ("axes: {firmware: [x.elf]}\nmetrics: [speed]\n", "metrics: unknown metric 'speed'"),
     ("axes: {firmware: [x.elf], chip: {pka.max_words: [999]}}\n", "max_words"),
     ("axes: [1, 2\n", "not valid YAML"),
+    ("axes: {firmware: [x.elf], key_bits: [2048.0]}\n", "axes.key_bits: expected 2048 or 4096, got 2048.0"),
+    ("axes: {firmware: [x.elf], key_bits: [true]}\n", "axes.key_bits: expected 2048 or 4096, got True"),
+    ("axes: {firmware: [x.elf]}\nfunctions: 42\n", "functions: expected a list of function names, got 42"),
+    ("axes: {firmware: [x.elf], chip: {pka.digit_bits: [12345678901234567890]}}\n",
+     "axes.chip.pka.digit_bits: 12345678901234567890 does not fit a 64-bit column"),
+    ("axes: {firmware: [x.elf], chip: {core.clock_hz: [.nan]}}\n", "axes.chip.core.clock_hz: expected a finite"),
+    ("axes: {firmware: [x.elf], chip: {pka.digit_bits: [32]}}\nplot: {x: [pka.digit_bits]}\n", "plot.x:"),
+    ("axes: {firmware: [x.elf]}\ngoal: {ops_per_s: .inf}\n", "goal.ops_per_s: expected a positive number"),
+    ("axes: {firmware: [x.elf]}\ngoal: {ops_per_s: 10, key_bits: [4096]}\n", "goal.key_bits: expected"),
 ])
 def test_a_bad_sweep_file_is_one_line_and_exit_78(capsys, tmp_path, text, message):
     code, err = cli_error(capsys, write(tmp_path, text))
@@ -96,3 +105,21 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_69():
     with pytest.raises(SchedulerUnavailable, match="tcp://127.0.0.1:9: no Dask scheduler answers") as err:
         DaskEngine("tcp://127.0.0.1:9", timeout=1)
     assert err.value.exit_code == 69 and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("image", ["/dev/zero", "fifo"])
+def test_an_image_that_is_not_a_regular_file_is_refused_without_reading_it(capsys, tmp_path, image):
+    """/dev/zero was read until the kernel killed the process; a FIFO blocked for ever."""
+    import os
+
+    if image == "fifo":
+        image = str(tmp_path / "fifo.elf")
+        os.mkfifo(image)
+    code, err = cli_error(capsys, write(tmp_path, f"axes: {{firmware: [{image}], key_bits: [2048]}}\n"))
+    assert code == 65, err
+    assert f"{image}: cannot read: not a regular file" in err and err.count("pkasim: error:") == 1
+
+
+def test_a_preset_of_dev_zero_is_refused_by_size(capsys, tmp_path):
+    code, err = cli_error(capsys, write(tmp_path, "axes: {firmware: [x.elf], chip: {preset: [/dev/zero]}}\n"))
+    assert code == 78 and "larger than 1 MiB" in err

@@ -10,8 +10,9 @@ A secret is an ELF symbol, optionally with a kind that says how ``--random`` fil
                          below the modulus of the same input's rsa-key (below 2^(BITS-1)
                          without one)
 
-``--inputs DIR`` gives the inputs as files instead: with one secret, every regular file
-of DIR is one input (sorted by name); with several, every subdirectory of DIR is one
+``--inputs DIR`` gives the inputs as files instead: with one secret, every file of DIR
+is one input (sorted by name; names starting with '.' are skipped, a FIFO or device is
+refused, not skipped); with several, every subdirectory of DIR is one
 input and holds a file named after each secret symbol. ``save()`` writes inputs in
 that layout, so a run of ``--random`` can be repeated with ``--inputs``.
 """
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pkasim.base import userfiles
 from pkasim.base.errors import InputMissingError, LoadError, UsageError
 from pkasim.rsa.rsakey import RsaKey
 
@@ -116,13 +118,13 @@ def read_inputs(directory: str, secrets: list[Secret], rooms: dict[str, int]) ->
     for entry in entries:
         if entry.name.startswith("."):
             continue
-        if len(symbols) == 1 and entry.is_file():
+        if len(symbols) == 1 and not entry.is_dir():  # a FIFO or device is refused by _read, not skipped
             out.append(Input(entry.name, {symbols[0]: _read(entry, symbols[0], rooms[symbols[0]])}, str(entry)))
         elif entry.is_dir():
             values = {}
             for sym in symbols:
                 f = entry / sym
-                if not f.is_file():
+                if not f.exists() and not f.is_symlink():
                     raise InputMissingError(f"{f}: no such file (each input directory holds one file per secret)")
                 values[sym] = _read(f, sym, rooms[sym])
             out.append(Input(entry.name, values, str(entry)))
@@ -130,9 +132,9 @@ def read_inputs(directory: str, secrets: list[Secret], rooms: dict[str, int]) ->
 
 
 def _read(path: Path, symbol: str, room: int) -> bytes:
+    """One input file, a regular file read up to one byte past the symbol's room."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(room + 1)
+        data = userfiles.read_bounded(path, room)
     except OSError as exc:
         raise InputMissingError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > room:

@@ -14,6 +14,8 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from pkasim.base import userfiles
+
 
 class SourceLines:
     """The line table of one ELF, read once."""
@@ -22,7 +24,7 @@ class SourceLines:
         self._starts: list[int] = []
         self._rows: list[tuple[int, int, str | None, int]] = []  # (address, end of sequence, file, line)
         try:
-            with open(path, "rb") as fh:
+            with userfiles.open_input(path, streams=True) as fh:
                 elf = ELFFile(fh)
                 if not elf.has_dwarf_info():
                     return

@@ -4,6 +4,7 @@
     plot   matplotlib            pkasim bench --plot
     sweep  pyarrow, matplotlib   pkasim sweep (Parquet and CSV tables, plots)
     dask   dask, distributed     pkasim sweep --engine dask
+    power  numpy, matplotlib, trsfile   pkasim power, tvla, cpa (trsfile: --trs only)
 """
 
 from __future__ import annotations

@@ -82,3 +82,33 @@ ELF_MAX_BYTES = 256 * MiB
 # A profile JSON for `pkasim diff` (one row per function: a large image's is a few
 # hundred KiB).
 PROFILE_MAX_BYTES = 64 * MiB
+
+# --------------------------------------------------------------------------- other files from user paths
+# Each is read with emulator/base/userfiles.py: at most the limit + 1 byte (a longer file, or
+# /dev/zero, is refused without being read whole), never blocking on a FIFO.
+
+# A PEM private key (`pkasim sign --key`, rsakey.RsaKey.load_pem): an RSA-4096 key is 3.2 KiB.
+KEY_MAX_BYTES = 64 * KiB
+# The file `pkasim sign --message` signs: it is hashed on the host, but held in memory whole.
+MESSAGE_MAX_BYTES = 64 * MiB
+# `pkasim apdu --file` (or stdin): APDUs of at most 1590 bytes, as hex lines.
+APDU_FILE_MAX_BYTES = 1 * MiB
+# `pkasim debug --commands` (or stdin): one command a line.
+SCRIPT_MAX_BYTES = 1 * MiB
+# A `pkasim regress` baseline: some hundred metrics, a few KiB.
+BASELINE_MAX_BYTES = 16 * MiB
+# A source file the debugger shows (its name comes from the ELF's DWARF).
+SOURCE_MAX_BYTES = 16 * MiB
+
+# --------------------------------------------------------------------------- power analysis (docs/power.md)
+
+# `pkasim power` and `tvla --traces`: the campaign is streamed (a TVLA keeps moments, not
+# traces), so this bounds the time asked for, not memory.
+POWER_TRACES_MAX = 100_000_000
+# Samples (cycles) of one trace's window: a TVLA keeps five float64 sums per sample and
+# group (320 MiB at this size), a chunk of traces 32 MiB.
+POWER_WINDOW_MAX_CYCLES = 1 << 22
+# One `--fixed SYMBOL=HEX` value, in bytes (an object is at most a memory region anyway).
+POWER_FIXED_MAX_BYTES = 1 << 16
+# A weight of the chip file's power: section (a larger one is a typo, not a model).
+POWER_WEIGHT_MAX = 1_000_000

@@ -28,8 +28,9 @@ from typing import Any
 
 import yaml
 
-from pkasim.base import limits, resources
+from pkasim.base import limits, resources, userfiles
 from pkasim.base.errors import ConfigError, InputMissingError
+from pkasim.chip.power import CPU_CLASSES, CPU_TERMS, PKA_TERMS, PowerConfig, default_power, weight
 
 DEFAULT_CONFIG = resources.default_chip()  # configs/ciu98320b.yaml, bundled as package data
 DEFAULT_CHIP = resources.DEFAULT_CHIP  # its name, as `--config` takes it and `--help` shows it
@@ -102,6 +103,7 @@ class ChipConfig:
     memory: dict[str, Region]
     peripherals: dict[str, PeripheralConfig]
     source: str
+    power: PowerConfig = field(default_factory=default_power)  # the leakage model (chip/power.py)
 
     @property
     def flash(self) -> Region:
@@ -540,9 +542,9 @@ def _read_peripheral(name: str, r: _Reader, irqs: int) -> PeripheralConfig:
 
 def read_bounded(path: str | Path, limit: int = limits.CONFIG_MAX_BYTES) -> bytes:
     """At most ``limit`` + 1 bytes of a file: /dev/zero or a huge file is refused by its
-    reader, never read into memory whole. Raises OSError as open() does."""
-    with Path(path).open("rb") as fh:
-        return fh.read(limit + 1)
+    reader, never read into memory whole; a FIFO with no writer is refused instead of
+    blocking (pkasim.base.userfiles). Raises OSError as open() does."""
+    return userfiles.read_bounded(path, limit, streams=True)
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -688,11 +690,38 @@ def _parse_root(root: _Node, source: str) -> ChipConfig:
     if per_reader is not None:
         for name in per_reader.keys():
             peripherals[name] = _read_peripheral(name, per_reader.child(name), core.irqs)
+    power = _read_power(top.child("power")) if "power" in top.keys() else default_power()
     top.finish()
 
     _check_overlaps(memory, mem_reader, source)
     _check_windows(memory, mem_reader, peripherals, source)
-    return ChipConfig(chip=chip, core=core, memory=memory, peripherals=peripherals, source=source)
+    return ChipConfig(chip=chip, core=core, memory=memory, peripherals=peripherals, source=source, power=power)
+
+
+def _read_power(r: _Reader) -> PowerConfig:
+    """The ``power:`` section: only the weights it names change the defaults."""
+    power = default_power()
+    if "cpu" in r.keys():
+        cpu = r.child("cpu")
+        for cls in cpu.keys():
+            if cls not in CPU_CLASSES:
+                raise cpu.fail(cls, f"unknown instruction class (known: {', '.join(CPU_CLASSES)})")
+            terms = cpu.child(cls)
+            for term in terms.keys():
+                if term not in CPU_TERMS:
+                    raise terms.fail(term, f"unknown term (known: {', '.join(CPU_TERMS)})")
+                power.cpu[cls][term] = terms.get(term, weight)
+            terms.finish()
+        cpu.finish()
+    if "pka" in r.keys():
+        pka = r.child("pka")
+        for term in pka.keys():
+            if term not in PKA_TERMS:
+                raise pka.fail(term, f"unknown term (known: {', '.join(PKA_TERMS)})")
+            power.pka[term] = pka.get(term, weight)
+        pka.finish()
+    r.finish()
+    return power
 
 
 def _check_overlaps(memory: dict[str, Region], reader: _Reader, source: str) -> None:

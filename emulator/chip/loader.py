@@ -18,7 +18,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from pkasim.base import limits
+from pkasim.base import limits, userfiles
 from pkasim.base.errors import InputMissingError, LoadError
 from pkasim.chip.config import ChipConfig, Region
 
@@ -102,15 +102,16 @@ def load_image(path: str | Path, config: ChipConfig) -> Image:
     path = Path(path)
     name = str(path)
     try:
-        fh = path.open("rb")
+        fh = userfiles.open_input(path, streams=True)  # never waits for a FIFO's writer
     except FileNotFoundError:
         raise InputMissingError(f"{name}: no such file") from None
     except OSError as exc:
         raise InputMissingError(f"{name}: cannot open: {exc.strerror}") from None
     with fh:
         info = os.fstat(fh.fileno())
-        if stat.S_ISDIR(info.st_mode):
-            raise InputMissingError(f"{name}: cannot open: Is a directory")
+        if stat.S_ISFIFO(info.st_mode):  # a device reads (and fails the magic check); a pipe cannot seek
+            raise InputMissingError(f"{name}: cannot open: not a regular file but a FIFO (named pipe); "
+                                    "an ELF is read by seeking in it")
         if stat.S_ISREG(info.st_mode) and info.st_size > limits.ELF_MAX_BYTES:
             raise LoadError(f"{name}: {info.st_size:,} bytes; an ELF of at most "
                             f"{limits.ELF_MAX_BYTES >> 20} MiB is read")

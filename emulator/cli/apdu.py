@@ -15,12 +15,13 @@ import sys
 
 from rich.console import Console
 
+from pkasim.base import limits
 from pkasim.base.errors import LoadError
 from pkasim.cli.cardcommon import add_card_options, open_session
 from pkasim.cli.common import read_file, write_text
 from pkasim.usb.openpgp import sw_text
 
-APDU_FILE_MAX = 1024 * 1024
+APDU_FILE_MAX = limits.APDU_FILE_MAX_BYTES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

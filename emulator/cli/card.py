@@ -7,17 +7,19 @@ printed with its latency breakdown, and ``--log`` writes them as JSON lines.
 Runs until vpcd closes the connection (pcscd stops), then saves the card's state.
 
 Exit codes: 0 vpcd closed the connection; 1 the card stopped answering;
-69 no vpcd listening (EX_UNAVAILABLE: is pcscd running with vsmartcard-vpcd?).
+64 a malformed --vpcd or --wait; 69 no vpcd listening (EX_UNAVAILABLE: is pcscd
+running with vsmartcard-vpcd?).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from rich.console import Console
 
-from pkasim.base.errors import OutputError, PkasimError
+from pkasim.base.errors import OutputError, PkasimError, UsageError
 from pkasim.cli.cardcommon import add_card_options, open_session
 from pkasim.usb.openpgp import sw_text
 from pkasim.usb.vpcd import VPCD_PORT, VpcdUnavailable, serve
@@ -27,13 +29,24 @@ class NoReader(PkasimError):
     exit_code = 69
 
 
+def _seconds(text: str) -> float:
+    """--wait: a finite, non-negative number of seconds (NaN would wait for ever)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text[:40]!r}") from None
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds, 0 or more, got {text[:40]!r}")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("card", help="serve the emulated card to pcscd (vsmartcard vpcd): a PC/SC reader")
     add_card_options(p)
     p.add_argument("--vpcd", default=f"127.0.0.1:{VPCD_PORT}", metavar="HOST:PORT",
                    help="where vpcd listens (default %(default)s)")
     p.add_argument("--log", metavar="FILE", help="append each APDU and its breakdown as a JSON line")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
                    help="keep trying to reach vpcd this long (pcscd may be starting; default %(default)s)")
 
 
@@ -42,7 +55,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
     try:
         port_number = int(port)
     except ValueError:
-        raise NoReader(f"--vpcd {args.vpcd}: expected HOST:PORT") from None
+        raise UsageError(f"--vpcd {args.vpcd!r}: expected HOST:PORT") from None
+    if not 0 < port_number <= 65535:
+        raise UsageError(f"--vpcd {args.vpcd!r}: a TCP port is 1 to 65535")
     session = open_session(args)
     log = None
     if args.log:

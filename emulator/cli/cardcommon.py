@@ -4,13 +4,15 @@ arguments, bringing the card up, and printing a latency breakdown."""
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from pkasim.base import resources
-from pkasim.base.errors import InputMissingError
+from pkasim.base import resources, userfiles
+from pkasim.base.errors import InputMissingError, OutputError
 from pkasim.chip.config import load_config
 from pkasim.cli.common import add_config_option
 from pkasim.core.machine import Machine
@@ -28,8 +30,37 @@ def add_card_options(p: argparse.ArgumentParser, state: bool = True) -> None:
                        help="the card's state file: read before (if it exists), written after the session")
 
 
+def check_state_path(path: str) -> None:
+    """Before any work: the card-state file is read (if it exists) and written back at
+    the end, so it must be a regular file in a directory that exists. Refused here
+    (66 unreadable, 74 unwritable), not after a signature was made and its state lost."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputMissingError(f"{path}: cannot read the card state: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputMissingError(f"{path}: cannot read the card state: not a regular file but "
+                                f"{userfiles.kind_of(mode)}")
+    check_output(path, "the card state")
+
+
+def check_output(path: str | None, what: str) -> None:
+    """OutputError (74) now for an output file that could not be written later: a
+    missing directory, a directory in its place ('-', stdout, is always fine)."""
+    if path is None or path == "-":
+        return
+    try:
+        userfiles.check_output_path(path)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write {what}: {exc.strerror or exc}") from None
+
+
 def open_session(args: argparse.Namespace) -> CardSession:
     """The chip, the firmware (and its state), attached and enumerated."""
+    if getattr(args, "state", None) is not None:
+        check_state_path(args.state)
     config = load_config(args.config)
     if args.firmware is None:
         args.firmware = str(resources.image(CARD_IMAGE))

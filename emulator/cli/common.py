@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from pkasim.base import limits
+from pkasim.base import limits, userfiles
 from pkasim.base.errors import InputMissingError, LoadError, OutputError, UsageError
 from pkasim.chip.config import DEFAULT_CHIP, load_config
 from pkasim.cli.streams import Guarded
@@ -73,12 +73,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                      "The firmware's console input is pkasim's stdin.")
 
 
-def read_file(path: str, limit: int, what: str) -> bytes:
+def read_file(path: str, limit: int, what: str, *, streams: bool = True) -> bytes:
     """At most ``limit`` bytes of a file; a longer one (or /dev/zero) is refused after
-    reading one byte more, never read to its end."""
+    reading one byte more, never read to its end. With ``streams`` a pipe or device is
+    read too (``--load buf=<(...)``); without, only a regular file is (pkasim.base.userfiles).
+    A FIFO never blocks the open."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        data = userfiles.read_bounded(path, limit, streams=streams)
     except FileNotFoundError:
         raise InputMissingError(f"{path}: no such file") from None
     except OSError as exc:
@@ -125,13 +126,32 @@ def load_inputs(machine: Machine, args: argparse.Namespace) -> None:
         for dev in generators:
             dev.set_seed(seed)
     for symbol, path in args.load:
-        addr, room, region = machine.image.extent(symbol, config)
-        sized = machine.image.symbol(symbol).size
-        what = (f"the size of '{symbol}'" if sized else
-                f"the room from '{symbol}' (0x{addr:08x}, a symbol without a size) to the end of {region.name}")
-        machine.write_symbol(symbol, read_file(path, room, what))
+        machine.write_symbol(symbol, read_load(machine, symbol, path))
     for symbol, _ in getattr(args, "dump", ()):
         machine.image.extent(symbol, config)
+
+
+def read_load(machine: Machine, symbol: str, path: str | Path) -> bytes:
+    """The bytes ``--load SYMBOL=FILE`` (or a regress case's ``load:``) puts into the
+    object: at most its size, or up to the end of its region for a symbol without one;
+    a pipe or device is read to that bound, never further."""
+    addr, room, region = machine.image.extent(symbol, machine.config)
+    sized = machine.image.symbol(symbol).size
+    what = (f"the size of '{symbol}'" if sized else
+            f"the room from '{symbol}' (0x{addr:08x}, a symbol without a size) to the end of {region.name}")
+    return read_file(str(path), room, what)
+
+
+def dump_outputs(machine: Machine, args: argparse.Namespace) -> None:
+    """Write each ``--dump SYMBOL=FILE``: the same bytes ``--load`` may fill, the
+    symbol's size or, for a symbol without one, up to the end of its region."""
+    for symbol, path in getattr(args, "dump", ()):
+        addr, room, _ = machine.image.extent(symbol, machine.config)
+        data = machine.read_memory(addr, room)
+        try:
+            Path(path).write_bytes(data)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write dump of '{symbol}': {exc.strerror or exc}") from None
 
 
 def run_firmware(args: argparse.Namespace, console: Console,
@@ -178,12 +198,7 @@ def run_firmware(args: argparse.Namespace, console: Console,
         result = machine.run(max_cycles=budget)
     Guarded(sys.stdout, "stdout").flush()
 
-    for symbol, path in args.dump:
-        data = machine.read_symbol(symbol)
-        try:
-            Path(path).write_bytes(data)
-        except OSError as exc:
-            raise OutputError(f"{path}: cannot write dump of '{symbol}': {exc.strerror or exc}") from None
+    dump_outputs(machine, args)
     machine.semihosting.close_files()
     return machine, result
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable
 
 from rich.console import Console
 
-from pkasim.base.errors import EXIT_USAGE, InputMissingError
+from pkasim.base import limits
+from pkasim.base.errors import EXIT_USAGE, LoadError
 from pkasim.chip.config import load_config
 from pkasim.cli.common import (
     Guarded,
@@ -28,7 +29,7 @@ from pkasim.cli.common import (
 )
 from pkasim.core.machine import Machine
 
-MAX_SCRIPT_BYTES = 1 << 20  # a command file larger than this is refused
+MAX_SCRIPT_BYTES = limits.SCRIPT_MAX_BYTES  # a command file larger than this is refused
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -82,24 +83,27 @@ def run_script(debugger, lines: Iterable[str], out) -> int:
 
 
 def _script_lines(args: argparse.Namespace) -> list[str]:
+    """The script, read once and bounded: a file (a pipe will do: ``--commands <(...)``)
+    or stdin. More than 1 MiB is refused, not cut short."""
     if args.commands in (None, "-"):
-        return sys.stdin.read(MAX_SCRIPT_BYTES + 1).splitlines()
-    data = read_file(args.commands, MAX_SCRIPT_BYTES, "the command file's limit (1 MiB)")
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.read(MAX_SCRIPT_BYTES + 1) if stream is not None else \
+            sys.stdin.read(MAX_SCRIPT_BYTES + 1).encode("utf-8", "surrogateescape")
+        if len(data) > MAX_SCRIPT_BYTES:
+            raise LoadError(f"stdin: more than {MAX_SCRIPT_BYTES:,} bytes of commands (the command file's limit)")
+    else:
+        data = read_file(args.commands, MAX_SCRIPT_BYTES, "the command file's limit (1 MiB)")
     return data.decode("utf-8", errors="replace").splitlines()
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
     scripted = args.commands is not None or not sys.stdin.isatty() or not sys.stdout.isatty()
     if scripted:
-        if args.commands not in (None, "-"):
-            try:
-                open(args.commands, "rb").close()
-            except OSError as exc:
-                raise InputMissingError(f"--commands {args.commands}: {exc.strerror or exc}") from None
+        lines = _script_lines(args)  # before the machine: a missing script costs no ELF load
         out = Guarded(sys.stdout, "stdout")
         machine = build_machine(args, Guarded(sys.stdout.buffer, "stdout"), Guarded(sys.stderr.buffer, "stderr"))
         debugger = make_debugger(machine, args)
-        return run_script(debugger, _script_lines(args), out)
+        return run_script(debugger, lines, out)
     from pkasim.debugger.tui import run_tui
 
     return run_tui(lambda sink: make_debugger(build_machine(args, sink, sink), args), str(args.firmware), console)

@@ -139,7 +139,7 @@ def _setup(args: argparse.Namespace):
     for spec in args.oracle:
         oracles.make_oracle(spec)
     oracles.parse_detected(args.detected)
-    elf = read_file(args.firmware, 64 << 20, "an ELF of at most 64 MiB")
+    elf = read_file(args.firmware, 64 << 20, "an ELF of at most 64 MiB", streams=False)  # read again by path
     config = load_config(args.config)
     image = load_image(args.firmware, config)
     loads = []
@@ -392,7 +392,7 @@ def _replay(args: argparse.Namespace, console: Console) -> int:
         desc = db.setup(setup_key)
     finally:
         db.close()
-    elf = read_file(desc["elf"], 64 << 20, "an ELF of at most 64 MiB")
+    elf = read_file(desc["elf"], 64 << 20, "an ELF of at most 64 MiB", streams=False)
     config = load_config(desc["config"])
     injs = cp.parse_fault(row["key"])
     window = f"cycles:{row['cycle']}-{row['cycle']}" if len(injs) == 1 else "all"

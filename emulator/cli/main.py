@@ -53,6 +53,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ct-check": ("pkasim.cli.ctcheck", "check that control flow, memory addresses and PKA timing do not depend "
                                        "on secret inputs"),
     "faults": ("pkasim.cli.faults", "fault-injection campaign: skip, bit flips, PKA results; outcomes per fault"),
+    "power": ("pkasim.cli.power", "simulated power traces of a firmware window (NumPy .npy, Riscure .trs)"),
+    "tvla": ("pkasim.cli.tvla", "fixed-vs-random leakage assessment (Welch's t-test, TVLA) of a firmware window"),
+    "cpa": ("pkasim.cli.cpa", "correlation power analysis of a trace set against a key-dependent intermediate"),
     "configs": ("pkasim.cli.configs", "list the bundled chip files (names for --config) and sweep examples"),
     "init": ("pkasim.cli.init", "start a firmware project: C sources, linker script and a Makefile "
                                 "(zig clang or arm-none-eabi-gcc)"),

@@ -34,12 +34,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from pkasim.analysis.profiler import Profiler
+from pkasim.base import limits, userfiles
 from pkasim.base.errors import PkasimError
 from pkasim.chip.config import DEFAULT_CONFIG, load_config, load_yaml
+from pkasim.cli.common import read_load
 from pkasim.cli.report import exit_code_for
 from pkasim.core.machine import Machine
 
 BASELINE_SCHEMA = "pkasim.baseline/1"
+BASELINE_MAX = limits.BASELINE_MAX_BYTES
 METRIC_GROUPS = ("cycles", "instructions", "exit_code", "functions", "pka", "size")
 GROWS_WORSE = re.compile(r"^(cycles|instructions|sleep_cycles|function\..*\.cycles|pka\.busy_cycles|size\..*)$")
 DEFAULT_BUDGET_SECONDS = 600
@@ -209,7 +212,7 @@ def sizes(elf_path: Path) -> dict[str, int]:
     """Code and data size as Berkeley ``size`` counts them: text (code and read-only
     data, in flash), data (initialised RAM, also stored in flash), bss (zeroed RAM)."""
     out = {"size.text": 0, "size.data": 0, "size.bss": 0}
-    with elf_path.open("rb") as fh:
+    with userfiles.open_input(elf_path, streams=True) as fh:  # the image m.load() has read and checked
         for sec in ELFFile(fh).iter_sections():
             flags = sec["sh_flags"]
             if not flags & SH_FLAGS.SHF_ALLOC or not sec["sh_size"]:
@@ -230,11 +233,11 @@ def measure(case: Case) -> dict[str, int]:
     config = load_config(case.config)
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(case.image)
-    for symbol, file in case.loads:
+    for symbol, file in case.loads:  # bounded as run's --load: /dev/zero is refused, never read whole
         try:
-            data = file.read_bytes()
-        except OSError as exc:
-            raise SuiteError(f"{file}: cannot read (case '{case.name}', load {symbol}): {exc.strerror}") from None
+            data = read_load(m, symbol, file)
+        except PkasimError as exc:
+            raise SuiteError(f"{exc} (case '{case.name}', load {symbol})") from None
         m.write_symbol(symbol, data)
     profiler = None
     if "functions" in case.metrics:
@@ -330,24 +333,48 @@ def baseline_path(suite: Suite, case: Case) -> Path:
 
 
 def read_baseline(suite: Suite, case: Case) -> dict[str, int] | None:
+    """A case's reviewed metrics; None when it has no baseline yet. Anything but a
+    regular file of at most BASELINE_MAX bytes holding ``{"schema": ..., "metrics":
+    {NAME: integer}}`` is one SuiteError naming the file and the key."""
     path = baseline_path(suite, case)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = userfiles.read_bounded(path, BASELINE_MAX)
+    except OSError as exc:
+        raise SuiteError(f"{path}: unreadable baseline: {exc.strerror or exc}") from None
+    if len(data) > BASELINE_MAX:
+        raise SuiteError(f"{path}: larger than {BASELINE_MAX >> 20} MiB; not a pkasim baseline")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise SuiteError(f"{path}: unreadable baseline: JSON nested too deep") from None
+    except ValueError as exc:  # not UTF-8, not JSON, an integer of thousands of digits
         raise SuiteError(f"{path}: unreadable baseline: {exc}") from None
-    metrics = doc.get("metrics") if isinstance(doc, dict) else None
-    if doc.get("schema") != BASELINE_SCHEMA or not isinstance(metrics, dict):
-        raise SuiteError(f"{path}: not a pkasim baseline (schema {BASELINE_SCHEMA})")
+    if not isinstance(doc, dict):
+        raise SuiteError(f"{path}: top level: expected a JSON object (\"schema\": \"{BASELINE_SCHEMA}\", "
+                         f"\"metrics\"), got {type(doc).__name__ if doc is not None else 'null'}")
+    if doc.get("schema") != BASELINE_SCHEMA:
+        raise SuiteError(f"{path}: schema: not a pkasim baseline (expected \"{BASELINE_SCHEMA}\")")
+    metrics = doc.get("metrics")
+    if not isinstance(metrics, dict):
+        raise SuiteError(f"{path}: metrics: expected an object of METRIC: whole number")
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SuiteError(f"{path}: metrics.{name}: expected a whole number, got {json.dumps(value)[:40]}")
     return metrics
 
 
 def write_baseline(suite: Suite, case: Case, metrics: dict[str, int]) -> None:
-    suite.baselines.mkdir(parents=True, exist_ok=True)
+    """The case's baseline, written atomically (an interrupted --update leaves the old one)."""
     doc = {"schema": BASELINE_SCHEMA, "case": case.name, "image": case.image.name,
            "config": case.config.name, "metrics": metrics}
-    baseline_path(suite, case).write_text(json.dumps(doc, indent=2) + "\n")
+    path = baseline_path(suite, case)
+    try:
+        suite.baselines.mkdir(parents=True, exist_ok=True)
+        userfiles.write_atomically(path, (json.dumps(doc, indent=2) + "\n").encode())
+    except OSError as exc:
+        raise SuiteError(f"{path}: cannot write the baseline: {exc.strerror or exc}") from None
 
 
 # ---------------------------------------------------------------------------- reports

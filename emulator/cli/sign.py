@@ -27,14 +27,15 @@ from pathlib import Path
 
 from rich.console import Console
 
+from pkasim.base import limits
 from pkasim.base.errors import LoadError, OutputError
-from pkasim.cli.cardcommon import add_card_options, open_session, print_breakdown
+from pkasim.cli.cardcommon import add_card_options, check_output, open_session, print_breakdown
 from pkasim.cli.common import read_file, write_text
 from pkasim.usb.openpgp import DIGEST_INFO, OpenPgpHost, describe_key, key_kind
 from pkasim.usb.session import CardError
 
-KEY_MAX = 64 * 1024
-MESSAGE_MAX = 64 * 1024 * 1024
+KEY_MAX = limits.KEY_MAX_BYTES
+MESSAGE_MAX = limits.MESSAGE_MAX_BYTES
 MESSAGE_MAX_ED25519 = 1536  # the card's command-chaining buffer (1600 bytes) less the APDU headers
 SUPPORTED = "RSA-2048, RSA-4096, NIST P-256 (ECDSA) and Ed25519 private keys"
 
@@ -72,6 +73,8 @@ def load_key(path: str):
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
+    check_output(args.out, "the signature")  # outputs first: no signature is made only to be lost
+    check_output(args.json, "the breakdown JSON")
     key = load_key(args.key)
     kind = key_kind(key)
     message = read_file(args.message, MESSAGE_MAX, "too large to sign here")

@@ -425,7 +425,10 @@ class Machine:
         """Stop ``run()`` before the instruction at ``addr`` executes. With ``condition``,
         only when ``condition(cycle, number)`` is true for that execution (the cycle it
         starts at, its instruction number counted from load): a Python call per pass at
-        ``addr``. Resuming from the stop passes it once, as for any breakpoint."""
+        ``addr``. Resuming from the stop passes it once, as for any breakpoint. An
+        address beyond the 32-bit address space is refused before any state changes."""
+        if not 0 <= addr <= 0xFFFFFFFF:
+            raise UsageError(f"cannot break at 0x{addr:x}: beyond the 32-bit address space")
         self._loop.add_breakpoint(addr, condition)
         self._place_wfi_hooks()
         self._loop.forget_loop_verdicts(within=[(addr & ~1, (addr & ~1) + 2)])

@@ -44,8 +44,8 @@ _PKA_KEEP = ("log", "log_cap", "ram", "op_cycles", "core", "py_access", "fast_on
 # PkState fields not kept at all: the idle-loop verdict tables (36 KiB), a cache that
 # restore() empties anyway (verdicts are decided again against today's breakpoints).
 _CACHE_FIELDS = ("verdict_addr", "verdict_end", "verdict")
-_SKIP_ATTRS = {"observer", "clock", "irq", "on_change", "on_reset_request", "exceptions", "active_exception",
-               "_native", "ram", "regs", "state"}
+_SKIP_ATTRS = {"observer", "_on_start", "clock", "irq", "on_change", "on_reset_request", "exceptions",
+               "active_exception", "_native", "ram", "regs", "state"}
 _OP_SIZE = 24  # sizeof(pk_pka_op): op, words, start, end
 
 

@@ -14,7 +14,10 @@ from elftools.common.exceptions import ELFError
 from elftools.dwarf.callframe import FDE, RegisterRule
 from elftools.elf.elffile import ELFFile
 
+from pkasim.base import limits, userfiles
+
 LR, SP = 14, 13
+SOURCE_MAX = limits.SOURCE_MAX_BYTES  # a source file the debugger shows; a larger one is not shown
 _SOURCE_SUFFIXES = (".c", ".h", ".s", ".S", ".cc", ".cpp")
 
 
@@ -45,7 +48,7 @@ class DebugInfo:
         self._fde_starts: list[int] = []
         self._sources: dict[str, list[str] | None] = {}
         try:
-            with open(path, "rb") as fh:
+            with userfiles.open_input(path, streams=True) as fh:
                 elf = ELFFile(fh)
                 if elf.has_dwarf_info():
                     dwarf = elf.get_dwarf_info()
@@ -135,10 +138,14 @@ class DebugInfo:
     def source(self, file: str) -> list[str] | None:
         """The lines of a source file, if it is still where the compiler saw it."""
         if file not in self._sources:
+            # The name comes from the ELF: a regular file only, bounded (a hostile image
+            # could name /dev/zero or a FIFO).
             try:
-                self._sources[file] = Path(file).read_text(errors="replace").splitlines()
+                data = userfiles.read_bounded(file, SOURCE_MAX)
             except OSError:
-                self._sources[file] = None
+                data = None
+            self._sources[file] = (data.decode("utf-8", errors="replace").splitlines()
+                                   if data is not None and len(data) <= SOURCE_MAX else None)
         return self._sources[file]
 
     # ------------------------------------------------------------------ frames

@@ -189,7 +189,8 @@ class Debugger:
              "registers: r0-r12, sp, lr, pc, xPSR flags (* changed since the last stop)"),
             (("backtrace", "bt", "where"), lambda a: views.backtrace(self.machine, self.info),
              "backtrace: the call stack"),
-            (("stack",), lambda a: views.stack(self.machine, int(a) if a else 8), "stack [N]: N words from SP"),
+            (("stack",), lambda a: views.stack(self.machine, self._whole(a, "stack N: N words", 1, 4096) if a else 8),
+             "stack [N]: N words from SP"),
             (("list", "l"), self.cmd_list, "list: source (or disassembly) around the PC"),
             (("disassemble", "disas"), lambda a: views.disassembly(self.machine, self.machine.pc),
              "disassemble: instructions around the PC"),
@@ -586,8 +587,21 @@ class Debugger:
         kind = {"w": "Watchpoint", "r": "Read watchpoint", "rw": "Access watchpoint"}[mode]
         return [f"{kind} {number}: {spec} (0x{addr:08x}, {size} bytes)"]
 
+    @staticmethod
+    def _whole(text: str, what: str, low: int, high: int) -> int:
+        """A whole number typed as an argument (decimal or 0x hex), within [low, high];
+        DebugError (one error line) for anything else."""
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise DebugError(f"{what}: expected a whole number, got '{text[:40]}'") from None
+        if not low <= value <= high:
+            raise DebugError(f"{what}: expected {low} to {high}, got {value}")
+        return value
+
     def cmd_delete(self, arg: str) -> list[str]:
-        numbers = [int(n) for n in arg.split()] if arg else list(self.breakpoints) + list(self.watchpoints)
+        numbers = ([self._whole(n, "delete N...: breakpoint numbers", 0, 1 << 62) for n in arg.split()] if arg
+                   else list(self.breakpoints) + list(self.watchpoints))
         out = []
         for n in numbers:
             if n in self.breakpoints:

@@ -4,7 +4,10 @@ Firmware names files with whatever bytes it likes; pkasim lets it touch only wha
 lies inside the directory given with ``--host-dir``. A name is refused before any
 host call when it is empty (ENOENT), absolute or has a ``..`` component (EACCES), and
 after resolving symbolic links when the real path leaves the directory (EACCES). With
-no directory granted, every host name is refused with EACCES.
+no directory granted, every host name is refused with EACCES. Only regular files are
+served: a FIFO, device or socket inside the directory is refused (EACCES) without
+being opened for real (an open of a FIFO with no writer would wait for ever, and no
+cycle budget can stop a host call).
 
 Errors are raised as :class:`HostError` carrying the *host* errno (Python's
 :mod:`errno` numbers); the semihosting layer converts them to the guest's numbers.
@@ -67,15 +70,28 @@ class HostDir:
         return path
 
     def open(self, name: bytes, mode: int) -> HostFile:
+        """Open guest ``name`` in SYS_OPEN ``mode``: a regular file (created by the
+        writing modes), never a directory (EISDIR) or a special file (EACCES)."""
         path = self.resolve(name)
         flags = MODE_FLAGS[mode]
         try:
-            fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+            _refuse_special(os.stat(path).st_mode)  # before the open: O_TRUNC must not touch a device
+        except FileNotFoundError:
+            pass  # created below, or ENOENT from the open itself
         except OSError as exc:
             raise HostError(exc.errno or errno.EIO, exc.strerror or "cannot open") from None
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
+        try:
+            # O_NONBLOCK: should a FIFO appear between the check and the open, the open
+            # returns at once (and is refused below) instead of waiting for a writer.
+            fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise HostError(exc.errno or errno.EIO, exc.strerror or "cannot open") from None
+        try:
+            _refuse_special(os.fstat(fd).st_mode)
+            os.set_blocking(fd, True)
+        except BaseException:
             os.close(fd)
-            raise HostError(errno.EISDIR, "is a directory")
+            raise
         access = flags & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
         fmode = {os.O_RDONLY: "rb", os.O_WRONLY: "wb", os.O_RDWR: "r+b"}[access]
         return HostFile(io.FileIO(fd, fmode, closefd=True), name)
@@ -95,6 +111,17 @@ class HostDir:
             os.rename(src, dst)
         except OSError as exc:
             raise HostError(exc.errno or errno.EIO, exc.strerror or "cannot rename") from None
+
+
+def _refuse_special(mode: int) -> None:
+    """HostError for what is not a regular file: EISDIR for a directory, EACCES (logged)
+    for a FIFO, device or socket."""
+    if stat.S_ISDIR(mode):
+        raise HostError(errno.EISDIR, "is a directory")
+    if not stat.S_ISREG(mode):
+        what = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise HostError(errno.EACCES, f"{what}: only regular files are served", warn=True)
 
 
 class HostFile:
@@ -162,6 +189,21 @@ class StaticFile:
 
     def length(self) -> int:
         return len(self.data)
+
+    def close(self) -> None:
+        pass
+
+
+class ConsoleFile:
+    """A handle SYS_OPEN gave for ``:tt``: the console stream it reads or writes
+    (STDIN 0, STDOUT 1, STDERR 2). The semihosting layer does the I/O; this only
+    holds the handle's place among the open files."""
+
+    def __init__(self, stream: int) -> None:
+        self.stream = stream
+        self.name = b":tt"
+        self.readable = stream == 0
+        self.writable = stream != 0
 
     def close(self) -> None:
         pass

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from pkasim.base.errors import UsageError
 from pkasim.host.guest_errno import guest_errno
-from pkasim.host.hostfiles import CHUNK, MAX_NAME, MODE_NAMES, HostDir, HostError, HostFile, StaticFile
+from pkasim.host.hostfiles import CHUNK, MAX_NAME, MODE_NAMES, ConsoleFile, HostDir, HostError, HostFile, StaticFile
 
 log = logging.getLogger("pkasim.unimp")
 guest = logging.getLogger("pkasim.guest")
@@ -109,8 +110,9 @@ SH_EXT_STDOUT_STDERR = 1 << 1
 FEATURES = b"SHFB" + bytes([SH_EXT_EXIT_EXTENDED | SH_EXT_STDOUT_STDERR])
 
 STDIN, STDOUT, STDERR = 0, 1, 2
-CONSOLE = (STDIN, STDOUT, STDERR)
-MAX_OPEN = 64  # host files and magic files open at once
+CONSOLE = (STDIN, STDOUT, STDERR)  # open from the start, for firmware that writes to 1 and 2 without SYS_OPEN
+MAX_OPEN = 64  # handles SYS_OPEN gives out at once (files, the features file, the console)
+FLEN_MAX = 0x7FFFFFFF  # SYS_FLEN answers in a signed 32-bit word: a longer file is EOVERFLOW
 MAX_STRING = 1 << 16  # a SYS_WRITE0 without a terminator stops here, with a warning
 
 
@@ -156,21 +158,25 @@ class Exit:
         return f"firmware stopped: {name}{detail} (exit code {self.code})"
 
 
-def join_command_line(argv: Sequence[str]) -> str:
+def join_command_line(argv: Sequence[str | bytes]) -> bytes:
     """One command line from argv, quoted the way newlib's crt0 splits it: words at
     spaces, a word in double (or single) quotes may hold spaces. picolibc splits at
-    every space and so sees quoted words as several."""
+    every space and so sees quoted words as several. Words are passed as the bytes the
+    host gave them (``os.fsencode``): an argument or path that is not UTF-8 reaches
+    the firmware unchanged."""
     words = []
     for arg in argv:
-        if arg and not any(c in arg for c in " \t\"'"):
-            words.append(arg)
-        elif '"' not in arg:
-            words.append(f'"{arg}"')
-        elif "'" not in arg:
-            words.append(f"'{arg}'")
+        raw = os.fsencode(arg)
+        if raw and not any(c in raw for c in b" \t\"'"):
+            words.append(raw)
+        elif b'"' not in raw:
+            words.append(b'"' + raw + b'"')
+        elif b"'" not in raw:
+            words.append(b"'" + raw + b"'")
         else:
-            raise UsageError(f"argument {arg!r} has both quote characters: the firmware cannot be given it")
-    return " ".join(words)
+            shown = raw.decode("utf-8", "backslashreplace")
+            raise UsageError(f"argument {shown!r} has both quote characters: the firmware cannot be given it")
+    return b" ".join(words)
 
 
 class Semihosting:
@@ -195,10 +201,10 @@ class Semihosting:
         self.memory = list(memory)
         self.streams = {STDOUT: stdout, STDERR: stderr}
         self.stdin = stdin
-        self._argv: list[str] | None = None
+        self._argv: list[str | bytes] | None = None
         self.host_dir: HostDir | None = None
         self.errno = 0  # the guest's errno of the last failed call (SYS_ERRNO)
-        self.files: dict[int, HostFile | StaticFile] = {}
+        self.files: dict[int, HostFile | StaticFile | ConsoleFile] = {}
         self.last_exit: Exit | None = None
         self.calls = 0
         self._warned_no_dir = False
@@ -240,31 +246,38 @@ class Semihosting:
         return result
 
     @property
-    def argv(self) -> list[str] | None:
+    def argv(self) -> list[str | bytes] | None:
         """The firmware's argv (argv[0] first); None: the image's path alone."""
         return self._argv
 
     @argv.setter
-    def argv(self, value: Sequence[str] | None) -> None:
+    def argv(self, value: Sequence[str | bytes] | None) -> None:
         if value is not None:
             join_command_line(value)  # refuse an unrepresentable argument now, not mid-run
         self._argv = None if value is None else list(value)
 
     @property
-    def cmdline(self) -> str:
-        """The command line SYS_GET_CMDLINE answers: ``argv``, else the image's path
-        (argv[0] only), as QEMU does for ``-kernel``."""
+    def cmdline(self) -> bytes:
+        """The command line SYS_GET_CMDLINE answers, as bytes: ``argv``, else the
+        image's path (argv[0] only), as QEMU does for ``-kernel``."""
         if self._argv is not None:
             return join_command_line(self._argv)
         image = self._image() if self._image else None
-        return join_command_line([str(image.path)]) if image is not None else ""
+        return join_command_line([str(image.path)]) if image is not None else b""
 
     def heap_layout(self) -> tuple[int, int, int, int]:
-        """SYS_HEAPINFO's (heap base, heap limit, stack base, stack limit): QEMU's rule on
-        the chip's RAM (its largest writable region): the largest gap the image leaves
-        there, heap from its bottom, stack down from its top. Zeros (the C library's own
-        defaults) without RAM or image."""
-        ram = max((r for r in self.memory if _ram(r)), key=lambda r: r.size, default=None)
+        """SYS_HEAPINFO's (heap base, heap limit, stack base, stack limit), QEMU's rule
+        (semihosting/arm-compat-semi.c, common_semi_find_bases): the chip's RAM is its
+        largest region the CPU can store to (flash is not one, whatever its size; the
+        first such region in the chip file on a tie); in it, the largest gap the
+        image's sections leave (the lowest on a tie). Heap base = stack limit = the
+        gap's bottom rounded up to 8 bytes, heap limit = stack base = its top rounded
+        down to 8 (AAPCS: the stack pointer is 8-byte aligned at every call). All four
+        are 0, which tells the C library to use its own linker symbols, as the
+        specification allows, without RAM, without an image or when no aligned gap of
+        8 bytes is left."""
+        rams = [r for r in self.memory if _ram(r)]
+        ram = max(rams, key=lambda r: r.size) if rams else None  # max() keeps the first of equals
         image = self._image() if self._image else None
         if ram is None or image is None:
             return (0, 0, 0, 0)
@@ -276,6 +289,8 @@ class Semihosting:
                 best = (at, start)
             at = max(at, end)
         base, limit = (best[0] + 7) & ~7, best[1] & ~7
+        if limit - base < 8:
+            return (0, 0, 0, 0)
         return (base, limit, limit, base)
 
     def close_files(self) -> None:
@@ -354,13 +369,21 @@ class Semihosting:
             raise HostError(errno.EIO, f"cannot read pkasim's stdin: {exc}", warn=True) from None
         return data or b""
 
-    def _file(self, handle: int) -> HostFile | StaticFile:
+    def _file(self, handle: int) -> HostFile | StaticFile | ConsoleFile:
         f = self.files.get(handle)
         if f is None:
             raise HostError(errno.EBADF, f"handle {handle} is not open")
         return f
 
-    def _new_handle(self, f: HostFile | StaticFile) -> int:
+    def _console(self, handle: int) -> int | None:
+        """The console stream (STDIN, STDOUT, STDERR) a handle writes or reads: 0, 1 and
+        2 themselves, or a handle SYS_OPEN gave for ``:tt``; None for a file."""
+        if handle in CONSOLE:
+            return handle
+        f = self.files.get(handle)
+        return f.stream if isinstance(f, ConsoleFile) else None
+
+    def _new_handle(self, f: HostFile | StaticFile | ConsoleFile) -> int:
         for handle in range(3, 3 + MAX_OPEN):
             if handle not in self.files:
                 self.files[handle] = f
@@ -384,8 +407,8 @@ class Semihosting:
             raise HostError(errno.EINVAL, f"mode {mode} (0-11 are fopen's modes)", warn=True)
         shown = name.decode(errors="replace")
         self._note = f"'{shown}', {MODE_NAMES[mode]}"
-        if name == b":tt":
-            return STDIN if mode < 4 else STDOUT if mode < 8 else STDERR
+        if name == b":tt":  # a new nonzero handle, as QEMU gives (the specification: "a nonzero handle")
+            return self._new_handle(ConsoleFile(STDIN if mode < 4 else STDOUT if mode < 8 else STDERR))
         if name == b":semihosting-features":
             if mode > 1:
                 raise HostError(errno.EACCES, "the features file opens for reading only")
@@ -419,12 +442,13 @@ class Semihosting:
         handle, ptr, n = self._words(arg, 3)
         self._note = f"handle {handle}, 0x{ptr:08x}, {n} bytes"
         self._buffer(ptr, n, writable=False)
-        if handle in (STDOUT, STDERR):
+        console = self._console(handle)
+        if console in (STDOUT, STDERR):
             for data in self._chunks(ptr, n):
-                self._console_out(handle, data)
+                self._console_out(console, data)
             return 0
-        if handle == STDIN:
-            raise HostError(errno.EBADF, "handle 0 (stdin) is not for writing")
+        if console == STDIN:
+            raise HostError(errno.EBADF, f"handle {handle} (stdin) is not for writing")
         f = self._file(handle)
         if not f.writable:
             raise HostError(errno.EBADF, f"handle {handle} is not open for writing")
@@ -446,11 +470,12 @@ class Semihosting:
         handle, ptr, n = self._words(arg, 3)
         self._note = f"handle {handle}, 0x{ptr:08x}, {n} bytes"
         self._buffer(ptr, n, writable=True)
-        if handle == STDIN:
+        console = self._console(handle)
+        if console == STDIN:
             data = self._stdin_read(n)
             self._write(ptr, data)
             return n - len(data)
-        if handle in (STDOUT, STDERR):
+        if console in (STDOUT, STDERR):
             raise HostError(errno.EBADF, f"handle {handle} is not for reading")
         f = self._file(handle)
         if not f.readable:
@@ -473,7 +498,7 @@ class Semihosting:
 
     def _istty(self, arg: int) -> int:
         handle = self._word(arg)
-        if handle in CONSOLE:
+        if self._console(handle) is not None:
             return 1
         self._file(handle)
         return 0
@@ -481,16 +506,21 @@ class Semihosting:
     def _seek(self, arg: int) -> int:
         handle, pos = self._words(arg, 2)
         self._note = f"handle {handle}, {pos}"
-        if handle in CONSOLE:
+        if self._console(handle) is not None:
             raise HostError(errno.ESPIPE, "the console has no position")
         self._file(handle).seek(pos)
         return 0
 
     def _flen(self, arg: int) -> int:
         handle = self._word(arg)
-        if handle in CONSOLE:
+        self._note = f"handle {handle}"
+        if self._console(handle) is not None:
             raise HostError(errno.EINVAL, "the console has no length")
-        return self._file(handle).length()
+        length = self._file(handle).length()
+        if length > FLEN_MAX:  # as QEMU (and stat(2) for a 32-bit off_t): never a wrapped length
+            raise HostError(errno.EOVERFLOW, f"the file's {length:,} bytes do not fit SYS_FLEN's signed 32-bit "
+                            "answer", warn=True)
+        return length
 
     def _tmpnam(self, arg: int) -> int:
         ptr, ident, size = self._words(arg, 3)
@@ -524,7 +554,7 @@ class Semihosting:
 
     def _get_cmdline(self, arg: int) -> int:
         ptr, size = self._words(arg, 2)
-        text = self.cmdline.encode()
+        text = self.cmdline
         if len(text) + 1 > size:
             raise HostError(errno.E2BIG, f"the command line ({len(text)} bytes) does not fit the firmware's "
                             f"buffer of {size} bytes", warn=True)

@@ -212,6 +212,28 @@ def _declare_code(lib: ctypes.CDLL) -> None:
     _declare(lib.pk_cost_before, u32, ptr, u32, ctypes.POINTER(u32))
 
 
+LEAK_CLASSES = ("alu", "shift", "mul", "load", "store", "other")  # leakage.c LK_* classes, in order
+LEAK_TERMS = ("constant", "hw_op1", "hw_op2", "hd_op1", "hd_op2", "hw_result", "hd_data")  # LK_* terms
+
+
+def _declare_leak(lib: ctypes.CDLL) -> None:
+    """The power model's instruction hook (leakage.c)."""
+    u32, u64, ptr = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
+    _declare(lib.pk_leak_new, ptr, ptr, ctypes.POINTER(ctypes.c_double), u32)
+    _declare(lib.pk_leak_free, None, ptr)
+    _declare(lib.pk_leak_forget, None, ptr)
+    _declare(lib.pk_leak_arm, None, ptr, u64, u64, u64, ptr, ptr)
+    _declare(lib.pk_leak_disarm, u64, ptr)
+    _declare(lib.pk_leak_digest, u64, ptr)
+    _declare(lib.pk_leak_done, u32, ptr)
+    _declare(lib.pk_leak_classes, u32)
+    _declare(lib.pk_leak_terms, u32)
+    dbl, words = ctypes.c_double, ctypes.POINTER(u32)
+    _declare(lib.pk_pka_rows, None, u32, words, words, words, words, u64, u64, dbl, dbl, ctypes.POINTER(dbl))
+    _declare(lib.pk_pka_pass, None, u32, words, words, words, u32, u64, u64, u64, u64, dbl, dbl,
+             ctypes.POINTER(dbl))
+
+
 def find_library(stem: str) -> Path | None:
     """The shared object ``pkasim.native.<stem>`` that setup.py built into this folder
     (``_cyclehook``; another native library the wheel carries is found the same way,
@@ -247,6 +269,7 @@ def load() -> ctypes.CDLL:
     lib.pk_sizeof_insn.restype = ctypes.c_uint32
     lib.pk_free.argtypes = [ctypes.c_void_p]
     _declare_code(lib)
+    _declare_leak(lib)
     lib.pk_access_offset.restype = ctypes.c_uint32
     lib.pk_access_offset.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
     lib.pk_native_next.restype = ctypes.c_uint64
@@ -260,7 +283,8 @@ def load() -> ctypes.CDLL:
     lib.pk_next_to_take.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.pk_would_wake.argtypes = [ctypes.c_void_p]
     lib.pk_montmul.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_uint32]
-    if lib.pk_sizeof_state() != ctypes.sizeof(PkState) or lib.pk_sizeof_insn() != ctypes.sizeof(Insn):
+    if (lib.pk_sizeof_state() != ctypes.sizeof(PkState) or lib.pk_sizeof_insn() != ctypes.sizeof(Insn)
+            or (lib.pk_leak_classes(), lib.pk_leak_terms()) != (len(LEAK_CLASSES), len(LEAK_TERMS))):
         raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != "
                           f"{ctypes.sizeof(PkState)}): rebuild with 'pip install -e .'")
     _lib = lib

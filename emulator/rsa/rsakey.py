@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pkasim.base import resources
+from pkasim.base import limits, resources, userfiles
 from pkasim.base.errors import InputMissingError, LoadError
 
 if TYPE_CHECKING:  # `cryptography` loads on first use: sweeps and ct-check unpack keys without it
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # `cryptography` loads on first use: sweeps and ct-check unpa
 KEY_SIZE = 1288
 FIELDS = {"p": 8, "q": 264, "dp": 520, "dq": 776, "qinv": 1032}
 KEYS_DIR = resources.keys_dir()  # firmware/keys, bundled as package data
+PEM_MAX = limits.KEY_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,11 @@ class RsaKey:
         from cryptography.hazmat.primitives.asymmetric import rsa
 
         try:
-            data = Path(path).read_bytes()
+            data = userfiles.read_bounded(path, PEM_MAX, streams=True)
         except OSError as exc:
             raise InputMissingError(f"{path}: cannot read key: {exc.strerror or exc}") from None
+        if len(data) > PEM_MAX:
+            raise LoadError(f"{path}: more than {PEM_MAX:,} bytes; not a PEM key")
         try:
             key = serialization.load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:

@@ -15,10 +15,12 @@ import hashlib
 import json
 import logging
 import sqlite3
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
+from pkasim.base import userfiles
 from pkasim.base.errors import OutputError
 
 log = logging.getLogger("pkasim.sweep")
@@ -52,6 +54,12 @@ class ResultCache:
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = self.path.stat().st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):  # SQLite would block on a FIFO, write into a device
+            raise OutputError(f"{self.path}: cannot open the result cache: {userfiles.kind_of(mode)}, not a file")
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA journal_mode = WAL")

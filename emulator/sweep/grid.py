@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from pkasim.base import limits
 from pkasim.base.errors import ConfigError, PkasimError
 from pkasim.chip.config import ChipConfig, load_layered, read_bounded
 from pkasim.sweep.spec import CHIP_SECTIONS, Sweep
@@ -98,6 +99,9 @@ def overlay(sweep: Sweep, axis: str, value: Any) -> tuple[str, str] | None:
         except OSError as exc:
             raise ConfigError(f"{sweep.source}: axes.chip.{axis}: cannot read {path} "
                               f"({exc.strerror or exc})") from None
+        if len(data) > limits.CONFIG_MAX_BYTES:
+            raise ConfigError(f"{sweep.source}: axes.chip.{axis}: {path} is larger than "
+                              f"{limits.CONFIG_MAX_BYTES >> 20} MiB; a chip overlay is a few KiB")
         try:
             return data.decode("utf-8"), str(path)
         except UnicodeDecodeError:

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pkasim.base import userfiles
 from pkasim.base.errors import PkasimError
 from pkasim.chip.config import ChipConfig
 from pkasim.ecc.bench import ECC_JOBS, run_ecc_job
@@ -90,7 +91,11 @@ def _image_file(task: Task) -> Path:
     folder = Path(tempfile.gettempdir()) / "pkasim-sweep-elf"
     folder.mkdir(exist_ok=True)
     path = folder / f"{task.elf_sha256}.elf"
-    if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != task.elf_sha256:
+    try:  # a regular file of the right bytes; anything else (even a FIFO someone left here) is replaced
+        held = userfiles.read_bounded(path, len(task.elf))
+    except OSError:
+        held = None
+    if held is None or hashlib.sha256(held).hexdigest() != task.elf_sha256:
         tmp = folder / f".{task.elf_sha256}.{os.getpid()}"
         tmp.write_bytes(task.elf)
         os.replace(tmp, path)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pkasim.base import limits, userfiles
 from pkasim.base.errors import LoadError, Terminated
 from pkasim.sweep.cache import ResultCache
 from pkasim.sweep.grid import Point
@@ -35,13 +36,17 @@ class SweepRun:
 
 
 def _elf(path: Path, seen: dict[Path, tuple[bytes, str]]) -> tuple[bytes, str]:
+    """An image's bytes and SHA-256: a regular file of at most ELF_MAX_BYTES (a FIFO,
+    /dev/zero or a huge file is refused, never read whole)."""
     if path not in seen:
         try:
-            data = path.read_bytes()
+            data = userfiles.read_bounded(path, limits.ELF_MAX_BYTES)
         except FileNotFoundError:
             raise LoadError(f"{path}: not built (run 'make firmware')") from None
         except OSError as exc:
             raise LoadError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if len(data) > limits.ELF_MAX_BYTES:
+            raise LoadError(f"{path}: more than {limits.ELF_MAX_BYTES >> 20} MiB; an ELF of at most that is read")
         seen[path] = (data, hashlib.sha256(data).hexdigest())
     return seen[path]
 

@@ -24,6 +24,7 @@ mistake is one ConfigError (exit 78) naming the file and the key.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ DEFAULT_METRICS = ("cycles", "ms", "ops_per_s", "pka_ops", "busy_share")
 KEY_BITS = (2048, 4096)  # the sizes the RSA firmware takes (firmware/src/rsa.h)
 MAX_COUNT = 1000  # keys or messages per point: more is a typo, not a sweep
 MAX_POINTS = 100_000
+COLUMN_INT = (-(1 << 63), (1 << 63) - 1)  # a chip axis value is a column of the results table (Parquet int64)
 TOP_KEYS = ("name", "chip", "build_dir", "axes", "metrics", "functions", "goal", "plot")
 AXIS_KEYS = ("firmware", "key_bits", "keys", "messages", "curve_jobs", "chip")
 CHIP_SECTIONS = ("chip", "core", "memory", "peripherals")
@@ -128,6 +130,12 @@ def _chip_axes(source: str, value: Any) -> tuple[ChipAxis, ...]:
             for v in values:
                 if isinstance(v, bool) or not isinstance(v, int) or v <= 0 or v % 32 or v > 4096:
                     raise _fail(source, key, f"expected a width in bits, a multiple of 32 up to 4096, got {_shown(v)}")
+        for v in values:
+            if isinstance(v, int) and not isinstance(v, bool) and not COLUMN_INT[0] <= v <= COLUMN_INT[1]:
+                raise _fail(source, key, f"{_shown(v)} does not fit a 64-bit column of the results (and no chip "
+                                         "value is that large)")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise _fail(source, key, f"expected a finite value, got {_shown(v)}")
         if len(set(map(repr, values))) != len(values):
             raise _fail(source, key, "a value is listed twice")
         axes.append(ChipAxis(name, tuple(values)))
@@ -184,25 +192,35 @@ def read_sweep(path: str | Path) -> Sweep:
         firmware = tuple(_name(source, "axes.firmware", v) for v in _list(source, "axes.firmware", axes.get("firmware")))
     key_bits = tuple(_list(source, "axes.key_bits", axes.get("key_bits"), KEY_BITS))
     for bits in key_bits:
-        if bits not in KEY_BITS or isinstance(bits, bool):
+        if isinstance(bits, bool) or not isinstance(bits, int) or bits not in KEY_BITS:  # 2048.0 is not a size
             raise _fail(source, "axes.key_bits", f"expected {' or '.join(map(str, KEY_BITS))}, got {_shown(bits)}")
     metrics = tuple(_list(source, "metrics", doc.get("metrics"), DEFAULT_METRICS))
     for m in metrics:
         if m not in METRICS:
             raise _fail(source, "metrics", f"unknown metric {_shown(m)} (known: {', '.join(METRICS)})")
-    functions = tuple(_name(source, "functions", f) for f in (doc.get("functions") or []))
+    raw_functions = doc.get("functions")
+    if raw_functions is None:
+        raw_functions = []
+    elif isinstance(raw_functions, str):
+        raw_functions = [raw_functions]
+    elif not isinstance(raw_functions, list):
+        raise _fail(source, "functions", f"expected a list of function names, got {_shown(raw_functions)}")
+    functions = tuple(_name(source, "functions", f) for f in raw_functions)
     goal = doc.get("goal") or {}
     if not isinstance(goal, dict) or set(goal) - {"key_bits", "ops_per_s"} or (goal and "ops_per_s" not in goal):
         raise _fail(source, "goal", "expected {ops_per_s: N} and optionally key_bits")
     target = goal.get("ops_per_s", 1)
-    if isinstance(target, bool) or not isinstance(target, (int, float)) or target <= 0:
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < math.inf:
         raise _fail(source, "goal.ops_per_s", f"expected a positive number, got {_shown(target)}")
+    goal_bits = goal.get("key_bits", KEY_BITS[0])
+    if isinstance(goal_bits, bool) or not isinstance(goal_bits, int) or goal_bits not in KEY_BITS:
+        raise _fail(source, "goal.key_bits", f"expected {' or '.join(map(str, KEY_BITS))}, got {_shown(goal_bits)}")
     chip_axes = _chip_axes(source, axes.get("chip"))
     plot = doc.get("plot") or {}
     if not isinstance(plot, dict) or set(plot) - {"x"}:
         raise _fail(source, "plot", "expected {x: AXIS}")
     plot_x = plot.get("x")
-    if plot_x is not None and plot_x not in {a.name for a in chip_axes}:
+    if plot_x is not None and (not isinstance(plot_x, str) or plot_x not in {a.name for a in chip_axes}):
         raise _fail(source, "plot.x", f"{_shown(plot_x)} is not one of the chip axes")
     if plot_x is None:
         numeric = [a.name for a in chip_axes if all(isinstance(v, int) and not isinstance(v, bool) for v in a.values)]

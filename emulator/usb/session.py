@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pkasim.base.errors import PkasimError
+from pkasim.base import userfiles
+from pkasim.base.errors import InputMissingError, OutputError, PkasimError
 from pkasim.core.results import StopReason
 from pkasim.peripherals.usb import Usb
 from pkasim.usb.descriptors import Descriptors, parse_string
@@ -108,21 +109,31 @@ class CardSession:
     # ------------------------------------------------------------- state file
     def load_state(self) -> bool:
         """Put the card-state file's bytes into the firmware's card_state (before
-        reset, so they survive the startup copy of .data); False if there is no file."""
-        if self.state_path is None or not self.state_path.exists():
+        reset, so they survive the startup copy of .data); False if there is no file.
+        Only a regular file is read, and at most one byte more than card_state holds."""
+        if self.state_path is None or not (self.state_path.exists() or self.state_path.is_symlink()):
             return False
-        data = self.state_path.read_bytes()
         size = len(self.m.read_symbol(STATE_SYMBOL))
+        try:
+            data = userfiles.read_bounded(self.state_path, size)
+        except OSError as exc:
+            raise InputMissingError(f"{self.state_path}: cannot read the card state: {exc.strerror or exc}") from None
         if len(data) != size or data[:4] != self.m.read_symbol(STATE_SYMBOL, 4, initial=True):
+            got = f"more than {size}" if len(data) > size else f"{len(data)}"
             raise CardError(f"{self.state_path}: not a card-state file of this firmware "
-                            f"({len(data)} bytes, expected {size} starting with the magic)")
+                            f"({got} bytes, expected {size} starting with the magic)")
         self.m.write_symbol(STATE_SYMBOL, data)
         self.m.reset()
         return True
 
     def save_state(self) -> None:
+        """Write card_state to the state file atomically (a temporary file renamed over
+        it): a failure leaves the previous state whole, never a torn one."""
         if self.state_path is not None:
-            self.state_path.write_bytes(self.m.read_symbol(STATE_SYMBOL))
+            try:
+                userfiles.write_atomically(self.state_path, self.m.read_symbol(STATE_SYMBOL))
+            except OSError as exc:
+                raise OutputError(f"{self.state_path}: cannot write the card state: {exc.strerror or exc}") from None
 
     # ------------------------------------------------------------- running
     def _armed(self, pipe: int) -> None:

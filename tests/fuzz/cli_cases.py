@@ -55,7 +55,8 @@ def files(workdir: Path) -> dict[str, str]:
 
 def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
     """One command line."""
-    command = rng.choice(["run"] * 12 + ["profile"] * 2 + ["bench", "diff", "regress", "frobnicate", "", "--help", "-v"])
+    command = rng.choice(["run"] * 12 + ["profile"] * 2 + ["bench", "diff", "regress", "frobnicate", "", "--help", "-v",
+                          "gdbserver", "card", "usb"])
     argv: list[str] = [command] if command else []
     if rng.random() < 0.1:
         argv.insert(0, rng.choice(["-v", "-vv", "-q", "--bogus"]))
@@ -80,6 +81,28 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
         if rng.random() < 0.3:
             argv += [rng.choice(["--junit", "--markdown"]), pool[rng.choice(["dev_full", "dir", "missing_dir"])]]
         return argv
+    if command == "gdbserver":
+        # Every case is refused before the server would wait for gdb: a bad port or
+        # host, or an image that does not load (it listens, then fails and closes).
+        flaw = rng.choice(["port", "host", "firmware"])
+        argv.append(pool[rng.choice(["missing", "dir", "dev_zero", "text", "empty"])] if flaw == "firmware"
+                    else pool["hello"])
+        argv += ["--port", rng.choice(["65536", "-1", "x", "99999999999999999999", "", "1e3"]) if flaw == "port"
+                 else "0"]
+        if flaw == "host":
+            argv += ["--host", rng.choice(["", "0", "0.0", " ", "00"])]
+        if rng.random() < 0.3:
+            argv += ["--dump", f"main={pool[rng.choice(['out', 'dev_full', 'dir', 'missing_dir'])]}"]
+        return argv
+    if command == "card":  # nothing listens on port 9 (discard): refused at once
+        return argv + rng.choice([["--vpcd", rng.choice(["127.0.0.1:9", "x", ":", "127.0.0.1:99999", "", "a:b:c"])],
+                                  ["--wait", rng.choice(["nan", "-1", "inf", "x"]), "--vpcd", "127.0.0.1:9"],
+                                  ["--vpcd", "127.0.0.1:9", "--state", pool[rng.choice(["dev_zero", "dir",
+                                                                                         "missing_dir"])]]])
+    if command == "usb":
+        return argv + [rng.choice(["descriptors", "nonsense"])] + (
+            [pool[rng.choice(["hello", "missing", "dir", "dev_zero", "text"])]] if rng.random() < 0.5 else []) + (
+            ["--config", pool[rng.choice(["bad_yaml", "dev_zero", "missing"])]] if rng.random() < 0.3 else [])
     if command not in ("run", "profile"):
         return argv + [pool[rng.choice(["hello", "text"])]] * rng.randint(0, 1)
     firmware = rng.choice(["hello"] * 4 + ["fault"] * 3 + ["systick"] * 2

@@ -209,3 +209,31 @@ class Tally:
     def codes(self) -> str:
         """Outcomes by exit code, most frequent first: ``0: 12, 65: 30, ...``."""
         return ", ".join(f"{k}: {v}" for k, v in sorted(self.statuses.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+
+
+def mutate(rng, doc, hostile: Sequence, count: int):
+    """``doc`` (plain YAML/JSON values) with ``count`` mutations at random places: a
+    value replaced by one of ``hostile``, a key dropped, a key added, a list emptied
+    or doubled. The schema is otherwise kept, so most of a file still passes the
+    checks that come before the mutated key."""
+    import copy
+
+    doc = copy.deepcopy(doc)
+    for _ in range(count):
+        parent, key = None, None
+        node = doc
+        while isinstance(node, (dict, list)) and node and rng.random() < 0.75:
+            parent, key = node, rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
+            node = parent[key]
+        if parent is None:
+            continue
+        how = rng.random()
+        if how < 0.7:
+            parent[key] = rng.choice(hostile)
+        elif how < 0.8 and isinstance(parent, dict):
+            del parent[key]
+        elif how < 0.9 and isinstance(parent, dict):
+            parent[rng.choice(["bogus", "x", "", "axes", "cases"]) + str(rng.randrange(3))] = rng.choice(hostile)
+        elif isinstance(node, list):
+            parent[key] = [] if rng.random() < 0.5 else node + node
+    return doc

@@ -21,11 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import card_inputs  # noqa: E402
 import cli_cases  # noqa: E402
 import config_mutants  # noqa: E402
+import ctcheck_inputs  # noqa: E402
+import debug_scripts  # noqa: E402
 import elf_mutants  # noqa: E402
 import guest  # noqa: E402
-from fuzzing import BUILD, Outcome, Tally, run_case  # noqa: E402
+import regress_files  # noqa: E402
+import sweep_files  # noqa: E402
+from fuzzing import BUILD, REPO, Outcome, Tally, run_case  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 
@@ -72,6 +77,94 @@ def fuzz_guest(n: int, rng: random.Random, workdir: Path, opts: argparse.Namespa
     return tally
 
 
+def _command_fuzzer(name: str, module, with_pool: bool = True):
+    """A fuzzer whose cases are command lines: ``module.case(rng, [pool,] workdir)``."""
+
+    def fuzz(n: int, rng: random.Random, workdir: Path, opts: argparse.Namespace) -> Tally:
+        tally = Tally(name)
+        pool = module.files(workdir) if with_pool else None
+        for _ in range(n):
+            argv, what = module.case(rng, pool, workdir) if with_pool else module.case(rng, workdir)
+            tally.add(what, run(argv, workdir, opts))
+        return tally
+
+    return fuzz
+
+
+fuzz_sweep = _command_fuzzer("sweep files", sweep_files)
+fuzz_regress = _command_fuzzer("regress suites and baselines", regress_files)
+fuzz_card = _command_fuzzer("card keys, states, APDUs", card_inputs)
+fuzz_debug = _command_fuzzer("debugger scripts", debug_scripts)
+fuzz_ctcheck = _command_fuzzer("ct-check inputs", ctcheck_inputs, with_pool=False)
+
+
+def fuzz_rsp(n: int, rng: random.Random, workdir: Path, opts: argparse.Namespace) -> Tally:
+    """RSP sessions of 50 packets each, in a forked child per session (a crash in
+    native code ends only that child): the child exits 0 when every packet got a good
+    reply, 1 and prints the problems otherwise."""
+    tally = Tally("RSP packets (sessions of 50)")
+    for _ in range(n):
+        session_seed = rng.getrandbits(32)
+        script = workdir / "rsp_case.py"
+        script.write_text(
+            "import io, random, sys\n"
+            f"sys.path[:0] = [{str(Path(__file__).resolve().parent)!r}, {str(REPO)!r}]\n"
+            "import rsp_packets\n"
+            "from pkasim.chip.config import load_config\n"
+            "from pkasim.core.machine import Machine\n"
+            f"rng = random.Random({session_seed})\n"
+            "m = Machine(load_config(), stdout=io.BytesIO(), stderr=io.BytesIO())\n"
+            f"m.load({str(BUILD)!r} + '/' + rng.choice(['hello.elf', 'fault.elf', 'systick.elf']))\n"
+            "out = rsp_packets.session(rng, m, 50)\n"
+            "print('pkasim: error: ' + '; '.join(out.problems)[:2000] if out.problems else 'ok', file=sys.stderr)\n"
+            "sys.exit(1 if out.problems else 0)\n")
+        outcome = run_script(script, workdir, opts)
+        if outcome.status == 1:
+            outcome = Outcome("exit 70 (internal error)" if "E03" in outcome.stderr else "bad reply",
+                              outcome.stdout, outcome.stderr, outcome.seconds, outcome.max_rss_kib)
+        tally.add(f"session seed {session_seed}", outcome)
+    return tally
+
+
+def run_script(script: Path, workdir: Path, opts: argparse.Namespace) -> Outcome:
+    """A Python script in a child process, with the case budget and memory limit; its
+    own peak memory (wait4), as run_case measures a forked case."""
+    import os
+    import resource
+    import signal
+    import subprocess
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (opts.memory << 20, opts.memory << 20))
+
+    start = time.monotonic()
+    with open(workdir / "script.out", "w+b") as out, open(workdir / "script.err", "w+b") as err:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=err, preexec_fn=limit, cwd=workdir)
+        hung = False
+        while True:
+            done, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() - start > opts.budget:
+                os.kill(proc.pid, signal.SIGKILL)
+                _, wait_status, usage = os.wait4(proc.pid, 0)
+                hung = True
+                break
+            time.sleep(0.002)
+        proc.returncode = 0  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(1 << 16), err.read(1 << 16).decode(errors="replace")
+    status: int | str
+    if hung:
+        status = "hang"
+    elif os.WIFSIGNALED(wait_status):
+        status = f"signal {signal.Signals(os.WTERMSIG(wait_status)).name}"
+    else:
+        status = os.WEXITSTATUS(wait_status)
+    return Outcome(status, stdout, stderr, time.monotonic() - start, usage.ru_maxrss)
+
+
 def run(argv: list[str], workdir: Path, opts: argparse.Namespace) -> Outcome:
     return run_case(argv, workdir, budget=opts.budget, memory_mib=opts.memory)
 
@@ -94,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=int, default=2000, help="chip-file mutants")
     parser.add_argument("--cli", type=int, default=600, help="command lines")
     parser.add_argument("--guest", type=int, default=600, help="guest fuzzer seeds")
+    parser.add_argument("--sweep", type=int, default=300, help="sweep files")
+    parser.add_argument("--regress", type=int, default=300, help="regress suites with their baselines")
+    parser.add_argument("--card", type=int, default=200, help="sign/apdu command lines (keys, states, APDUs)")
+    parser.add_argument("--debug", type=int, default=300, help="debugger command scripts")
+    parser.add_argument("--ctcheck", type=int, default=200, help="ct-check command lines")
+    parser.add_argument("--rsp", type=int, default=200, help="gdb server sessions of 50 packets")
     parser.add_argument("--seed", type=int, default=None, help="master seed (default: random, printed)")
     parser.add_argument("--budget", type=float, default=30.0, help="seconds before a case counts as a hang")
     parser.add_argument("--memory", type=int, default=3072, help="address-space limit per case, MiB")
@@ -106,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     tallies = []
     with tempfile.TemporaryDirectory(prefix="pkasim-fuzz-") as tmp:
         for name, count, fuzzer in (("elf", opts.elf, fuzz_elf), ("config", opts.config, fuzz_config),
-                                    ("cli", opts.cli, fuzz_cli), ("guest", opts.guest, fuzz_guest)):
+                                    ("cli", opts.cli, fuzz_cli), ("guest", opts.guest, fuzz_guest),
+                                    ("sweep", opts.sweep, fuzz_sweep), ("regress", opts.regress, fuzz_regress),
+                                    ("card", opts.card, fuzz_card), ("debug", opts.debug, fuzz_debug),
+                                    ("ctcheck", opts.ctcheck, fuzz_ctcheck), ("rsp", opts.rsp, fuzz_rsp)):
             if count <= 0:
                 continue
             workdir = Path(tmp) / name

@@ -8,11 +8,17 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import card_inputs
 import cli_cases
 import config_mutants
+import ctcheck_inputs
+import debug_scripts
 import elf_mutants
 import guest
 import pytest
+import regress_files
+import rsp_packets
+import sweep_files
 from fuzzing import BUILD, Tally, run_case
 from hypothesis import HealthCheck, given, settings
 
@@ -20,6 +26,21 @@ ELF_MUTANTS = 40
 CONFIG_MUTANTS = 80
 CLI_CASES = 50
 GUEST_SEEDS = 8
+SWEEP_FILES = 12
+REGRESS_SUITES = 10
+CARD_CASES = 10
+DEBUG_SCRIPTS = 10
+CTCHECK_CASES = 8
+RSP_SESSIONS, RSP_PACKETS = 4, 40
+
+# The exit codes each command documents (README, docs/<command>.md), beside 70.
+DOCUMENTED = {
+    "sweep": {0, 1, 64, 65, 66, 69, 74, 78, 130},
+    "regress": {0, 1, 2},
+    "card": {0, 1, 64, 65, 66, 74, 78},
+    "debug": {0, 64, 65, 66, 78},
+    "ct-check": {0, 1, 64, 65, 66, 74, 78, 124, 125},
+}
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +93,70 @@ def test_guest_fuzzer_seeds_end_with_documented_exit_codes(built: Path, tmp_path
         argv, seed = guest.case(rng, tmp_path, max_cycles=300_000, steps=150)
         tally.add(seed, run_case(argv, tmp_path))
     assert not tally.failures, tally.report()
+
+
+def _documented(tally: Tally, command: str) -> None:
+    assert not tally.failures, tally.report()
+    stray = {k: v for k, v in tally.statuses.items() if k not in DOCUMENTED[command]}
+    assert not stray, f"{command}: undocumented exit codes {stray} ({tally.codes()})"
+
+
+def test_sweep_files_end_with_documented_exit_codes(built: Path, tmp_path: Path) -> None:
+    rng = random.Random(25)
+    pool = sweep_files.files(tmp_path)
+    tally = Tally("sweep")
+    for _ in range(SWEEP_FILES):
+        argv, what = sweep_files.case(rng, pool, tmp_path)
+        tally.add(what, run_case(argv, tmp_path))
+    _documented(tally, "sweep")
+
+
+def test_regress_suites_and_baselines_end_with_documented_exit_codes(built: Path, tmp_path: Path) -> None:
+    rng = random.Random(25)
+    pool = regress_files.files(tmp_path)
+    tally = Tally("regress")
+    for _ in range(REGRESS_SUITES):
+        argv, what = regress_files.case(rng, pool, tmp_path)
+        tally.add(what, run_case(argv, tmp_path))
+    _documented(tally, "regress")
+
+
+def test_card_keys_states_and_apdus_end_with_documented_exit_codes(built: Path, tmp_path: Path) -> None:
+    if not card_inputs.CARD.exists():
+        pytest.skip("firmware/build/card.elf is not built")
+    rng = random.Random(25)
+    pool = card_inputs.files(tmp_path)
+    tally = Tally("card")
+    for _ in range(CARD_CASES):
+        argv, what = card_inputs.case(rng, pool, tmp_path)
+        tally.add(what, run_case(argv, tmp_path))
+    _documented(tally, "card")
+
+
+def test_debugger_scripts_end_with_documented_exit_codes(built: Path, tmp_path: Path) -> None:
+    rng = random.Random(25)
+    pool = debug_scripts.files(tmp_path)
+    tally = Tally("debug")
+    for _ in range(DEBUG_SCRIPTS):
+        argv, what = debug_scripts.case(rng, pool, tmp_path)
+        tally.add(what, run_case(argv, tmp_path))
+    _documented(tally, "debug")
+
+
+def test_ct_check_inputs_end_with_documented_exit_codes(built: Path, tmp_path: Path) -> None:
+    rng = random.Random(25)
+    tally = Tally("ct-check")
+    for _ in range(CTCHECK_CASES):
+        argv, what = ctcheck_inputs.case(rng, tmp_path)
+        tally.add(what, run_case(argv, tmp_path))
+    _documented(tally, "ct-check")
+
+
+def test_rsp_packets_are_each_answered_without_an_internal_error(built: Path, make_machine) -> None:
+    rng = random.Random(25)
+    problems = []
+    for _ in range(RSP_SESSIONS):
+        machine = make_machine()
+        machine.load(built / rng.choice(["hello.elf", "fault.elf", "systick.elf"]))
+        problems += rsp_packets.session(rng, machine, RSP_PACKETS).problems
+    assert not problems, problems[:10]

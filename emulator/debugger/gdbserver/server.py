@@ -40,28 +40,52 @@ class Malformed(Exception):
     """A packet whose arguments cannot be parsed: answered with an error."""
 
 
+ADDRESS_SPACE = 1 << 32
+_HEX = re.compile(r"[0-9a-fA-F]{1,16}")
+
+
 def _hex_int(text: str) -> int:
-    try:
-        return int(text, 16)
-    except ValueError:
-        raise Malformed(f"'{text}' is not a hex number") from None
+    """A number as the protocol writes one: hex digits only (no sign, no '0x', no '_',
+    which Python's int() would take), at most 64 bits."""
+    if not _HEX.fullmatch(text):
+        raise Malformed(f"'{text[:40]}' is not a hex number of at most 16 digits")
+    return int(text, 16)
+
+
+def _address(text: str) -> int:
+    """An address of the target: the 32-bit address space, nothing beyond it."""
+    value = _hex_int(text)
+    if value >= ADDRESS_SPACE:
+        raise Malformed(f"address 0x{value:x} is beyond the 32-bit address space")
+    return value
 
 
 def _addr_len(text: str) -> tuple[int, int]:
     a, sep, n = text.partition(",")
     if not sep:
         raise Malformed("expected ADDR,LENGTH")
-    addr, length = _hex_int(a), _hex_int(n)
+    addr, length = _address(a), _hex_int(n)
     if length > MAX_PACKET:
         raise Malformed(f"length {length} over {MAX_PACKET}")
     return addr, length
+
+
+def _offset_len(text: str) -> tuple[int, int]:
+    """qXfer's OFFSET,LENGTH (an offset into the object, not an address)."""
+    a, sep, n = text.partition(",")
+    if not sep:
+        raise Malformed("expected OFFSET,LENGTH")
+    return _hex_int(a), _hex_int(n)
 
 
 def _addr_range(text: str) -> tuple[int, int]:
     a, sep, b = text.partition(",")
     if not sep:
         raise Malformed("expected START,END")
-    return _hex_int(a), _hex_int(b)
+    start, end = _address(a), _hex_int(b)
+    if end > ADDRESS_SPACE:
+        raise Malformed(f"end 0x{end:x} is beyond the 32-bit address space")
+    return start, end
 
 
 def _hex(data: bytes) -> str:
@@ -464,6 +488,9 @@ class Session:
             return "OK"
         if head == "m":
             addr, length = _addr_len(text[1:])
+            # Two hex digits a byte: at most what fits the PacketSize advertised; gdb
+            # asks again for the rest of a short reply.
+            length = min(length, MAX_PACKET // 2, ADDRESS_SPACE - addr)
             return _hex(t.read_memory(addr, length))
         if head == "M":
             spec, sep, hexdata = text[1:].partition(":")
@@ -520,7 +547,7 @@ class Session:
 
     def _resume_at(self, addr: str) -> None:
         if addr:
-            self.target.machine.set_reg("pc", _hex_int(addr))
+            self.target.machine.set_reg("pc", _address(addr))
             self.target.tt.forget_future()
 
     def _continue(self) -> str:
@@ -542,7 +569,7 @@ class Session:
         parts = spec.split(";")[0].split(",")
         if len(parts) != 3:
             raise Malformed("expected TYPE,ADDR,KIND")
-        kind, addr, length = parts[0], _hex_int(parts[1]), _hex_int(parts[2])
+        kind, addr, length = parts[0], _address(parts[1]), _hex_int(parts[2])
         m = self.target.machine
         if kind in ("0", "1"):
             (m.add_breakpoint if insert else m.remove_breakpoint)(addr)
@@ -559,18 +586,29 @@ class Session:
         annex, _, span = rest.partition(":")
         if annex != "target.xml":
             return "E00"
-        off, length = _addr_len(span)
+        off, length = _offset_len(span)
+        length = min(length, MAX_PACKET - 1)  # the 'm'/'l' marker and the data fit the PacketSize advertised
         xml = target_xml()
         chunk = xml[off:off + length]
         return ("l" if off + length >= len(xml) else "m") + chunk
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: any free port; ``getsockname()`` says which)."""
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((host, port))
-    srv.listen(1)
+def listen(host: str, port: int, *, address: tuple[int, tuple] | None = None) -> socket.socket:
+    """A listening socket on ``host`` (IPv4 or IPv6; port 0: any free port,
+    ``getsockname()`` says which). ``address`` is a resolved (family, sockaddr) to use
+    instead of resolving ``host``."""
+    if address is None:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        address = (info[0], info[4])
+    family, sockaddr = address
+    srv = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(sockaddr)
+        srv.listen(1)
+    except BaseException:
+        srv.close()
+        raise
     return srv
 
 

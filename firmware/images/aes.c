@@ -1,0 +1,146 @@
+/*
+ * aes: AES-128 encryption of one block, unprotected: the teaching target of power
+ * analysis (docs/power.md). Byte-oriented (FIPS-197 as written): the S-box is a table
+ * in flash, xtime is branch-free, every round is the function aes_round, so its time
+ * does not depend on the data (ct-check passes) while its values leak: the first
+ * round's S-box outputs are what CPA recovers the key from.
+ *
+ * Inputs and outputs are ELF symbols in .data (pkasim run --load/--dump, pkasim power
+ * --fixed/--random):
+ *   aes_key   the 16-byte key (default the FIPS-197 appendix C.1 key)
+ *   aes_pt    the 16-byte plaintext (default FIPS-197 C.1's)
+ *   aes_ct    the ciphertext
+ * It expands the key (aes_expand_key), encrypts (aes_encrypt: aes_round 9 times, then
+ * aes_final_round) and exits 0; with aes_check = 1 (the default) it compares the
+ * result with aes_expected (FIPS-197 C.1's ciphertext) and exits 1 if they differ.
+ */
+#include <stdint.h>
+#include "semihost.h"
+
+#define DATA(name) __attribute__((section(".data." #name), used, aligned(4)))
+
+DATA(aes_key) uint8_t aes_key[16] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+                                     0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f};
+DATA(aes_pt) uint8_t aes_pt[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+                                   0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+DATA(aes_ct) uint8_t aes_ct[16] = {0};
+DATA(aes_check) uint32_t aes_check = 1;
+DATA(aes_expected) uint8_t aes_expected[16] = {0x69, 0xc4, 0xe0, 0xd8, 0x6a, 0x7b, 0x04, 0x30,
+                                               0xd8, 0xcd, 0xb7, 0x80, 0x70, 0xb4, 0xc5, 0x5a};
+
+static const uint8_t sbox[256] = {
+    0x63, 0x7c, 0x77, 0x7b, 0xf2, 0x6b, 0x6f, 0xc5, 0x30, 0x01, 0x67, 0x2b, 0xfe, 0xd7, 0xab, 0x76,
+    0xca, 0x82, 0xc9, 0x7d, 0xfa, 0x59, 0x47, 0xf0, 0xad, 0xd4, 0xa2, 0xaf, 0x9c, 0xa4, 0x72, 0xc0,
+    0xb7, 0xfd, 0x93, 0x26, 0x36, 0x3f, 0xf7, 0xcc, 0x34, 0xa5, 0xe5, 0xf1, 0x71, 0xd8, 0x31, 0x15,
+    0x04, 0xc7, 0x23, 0xc3, 0x18, 0x96, 0x05, 0x9a, 0x07, 0x12, 0x80, 0xe2, 0xeb, 0x27, 0xb2, 0x75,
+    0x09, 0x83, 0x2c, 0x1a, 0x1b, 0x6e, 0x5a, 0xa0, 0x52, 0x3b, 0xd6, 0xb3, 0x29, 0xe3, 0x2f, 0x84,
+    0x53, 0xd1, 0x00, 0xed, 0x20, 0xfc, 0xb1, 0x5b, 0x6a, 0xcb, 0xbe, 0x39, 0x4a, 0x4c, 0x58, 0xcf,
+    0xd0, 0xef, 0xaa, 0xfb, 0x43, 0x4d, 0x33, 0x85, 0x45, 0xf9, 0x02, 0x7f, 0x50, 0x3c, 0x9f, 0xa8,
+    0x51, 0xa3, 0x40, 0x8f, 0x92, 0x9d, 0x38, 0xf5, 0xbc, 0xb6, 0xda, 0x21, 0x10, 0xff, 0xf3, 0xd2,
+    0xcd, 0x0c, 0x13, 0xec, 0x5f, 0x97, 0x44, 0x17, 0xc4, 0xa7, 0x7e, 0x3d, 0x64, 0x5d, 0x19, 0x73,
+    0x60, 0x81, 0x4f, 0xdc, 0x22, 0x2a, 0x90, 0x88, 0x46, 0xee, 0xb8, 0x14, 0xde, 0x5e, 0x0b, 0xdb,
+    0xe0, 0x32, 0x3a, 0x0a, 0x49, 0x06, 0x24, 0x5c, 0xc2, 0xd3, 0xac, 0x62, 0x91, 0x95, 0xe4, 0x79,
+    0xe7, 0xc8, 0x37, 0x6d, 0x8d, 0xd5, 0x4e, 0xa9, 0x6c, 0x56, 0xf4, 0xea, 0x65, 0x7a, 0xae, 0x08,
+    0xba, 0x78, 0x25, 0x2e, 0x1c, 0xa6, 0xb4, 0xc6, 0xe8, 0xdd, 0x74, 0x1f, 0x4b, 0xbd, 0x8b, 0x8a,
+    0x70, 0x3e, 0xb5, 0x66, 0x48, 0x03, 0xf6, 0x0e, 0x61, 0x35, 0x57, 0xb9, 0x86, 0xc1, 0x1d, 0x9e,
+    0xe1, 0xf8, 0x98, 0x11, 0x69, 0xd9, 0x8e, 0x94, 0x9b, 0x1e, 0x87, 0xe9, 0xce, 0x55, 0x28, 0xdf,
+    0x8c, 0xa1, 0x89, 0x0d, 0xbf, 0xe6, 0x42, 0x68, 0x41, 0x99, 0x2d, 0x0f, 0xb0, 0x54, 0xbb, 0x16,
+};
+
+static uint8_t round_keys[176];
+
+/* Multiplication by x in GF(2^8) without a branch on the value. */
+static inline uint8_t xtime(uint8_t a)
+{
+    return (uint8_t)((a << 1) ^ (0x1b & (uint8_t)-(a >> 7)));
+}
+
+__attribute__((noinline)) void aes_expand_key(const uint8_t key[16])
+{
+    static const uint8_t rcon[10] = {0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1b, 0x36};
+    for (int i = 0; i < 16; i++)
+        round_keys[i] = key[i];
+    for (int i = 4; i < 44; i++) {
+        uint8_t t0 = round_keys[4 * i - 4], t1 = round_keys[4 * i - 3];
+        uint8_t t2 = round_keys[4 * i - 2], t3 = round_keys[4 * i - 1];
+        if (i % 4 == 0) { /* public: the word index, not the key */
+            uint8_t u = t0;
+            t0 = (uint8_t)(sbox[t1] ^ rcon[i / 4 - 1]);
+            t1 = sbox[t2];
+            t2 = sbox[t3];
+            t3 = sbox[u];
+        }
+        round_keys[4 * i + 0] = round_keys[4 * i - 16] ^ t0;
+        round_keys[4 * i + 1] = round_keys[4 * i - 15] ^ t1;
+        round_keys[4 * i + 2] = round_keys[4 * i - 14] ^ t2;
+        round_keys[4 * i + 3] = round_keys[4 * i - 13] ^ t3;
+    }
+}
+
+static void add_round_key(uint8_t s[16], const uint8_t *rk)
+{
+    for (int i = 0; i < 16; i++)
+        s[i] ^= rk[i];
+}
+
+/* SubBytes and ShiftRows together: byte i of the state (column-major) takes the
+ * S-box of byte (i + 4 * (i % 4)) % 16. */
+static void sub_shift(uint8_t s[16])
+{
+    uint8_t t[16];
+    for (int i = 0; i < 16; i++)
+        t[i] = sbox[s[(i + 4 * (i % 4)) % 16]];
+    for (int i = 0; i < 16; i++)
+        s[i] = t[i];
+}
+
+static void mix_columns(uint8_t s[16])
+{
+    for (int c = 0; c < 4; c++) {
+        uint8_t *col = s + 4 * c;
+        uint8_t a0 = col[0], a1 = col[1], a2 = col[2], a3 = col[3];
+        uint8_t all = a0 ^ a1 ^ a2 ^ a3;
+        col[0] = a0 ^ all ^ xtime(a0 ^ a1);
+        col[1] = a1 ^ all ^ xtime(a1 ^ a2);
+        col[2] = a2 ^ all ^ xtime(a2 ^ a3);
+        col[3] = a3 ^ all ^ xtime(a3 ^ a0);
+    }
+}
+
+__attribute__((noinline)) void aes_round(uint8_t s[16], const uint8_t *rk)
+{
+    sub_shift(s);
+    mix_columns(s);
+    add_round_key(s, rk);
+}
+
+__attribute__((noinline)) void aes_final_round(uint8_t s[16], const uint8_t *rk)
+{
+    sub_shift(s);
+    add_round_key(s, rk);
+}
+
+__attribute__((noinline)) void aes_encrypt(const uint8_t in[16], uint8_t out[16])
+{
+    uint8_t s[16];
+    for (int i = 0; i < 16; i++)
+        s[i] = in[i];
+    add_round_key(s, round_keys);
+    for (int r = 1; r < 10; r++)
+        aes_round(s, round_keys + 16 * r);
+    aes_final_round(s, round_keys + 160);
+    for (int i = 0; i < 16; i++)
+        out[i] = s[i];
+}
+
+int main(void)
+{
+    aes_expand_key(aes_key);
+    aes_encrypt(aes_pt, aes_ct);
+    if (!aes_check)
+        return 0;
+    uint8_t diff = 0;
+    for (int i = 0; i < 16; i++)
+        diff |= aes_ct[i] ^ aes_expected[i];
+    return diff != 0;
+}
