@@ -47,12 +47,12 @@ NATIVE = [
     Extension(
         "pkasim.native._cyclehook",
         sources=[f"emulator/native/{name}.c" for name in
-                 ("state", "cyclehook", "codecache", "thumb", "excmodel", "idle", "observe", "cthash",
-                  "leakage", "tlb")]
+                 ("state", "cyclehook", "codecache", "thumb", "unaligned", "excmodel", "idle", "observe",
+                  "cthash", "leakage", "tlb")]
         + ["peripherals/pka_fast.c", "peripherals/systick_fast.c"],
         include_dirs=["emulator/native"],
         depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",
-                 "emulator/native/observe.h"],
+                 "emulator/native/unaligned.h", "emulator/native/observe.h"],
         extra_compile_args=["-O3", "-std=c99"],
         py_limited_api=False,
     ),

@@ -15,6 +15,7 @@ KINDS = {
     4: ("write to unmapped address 0x30000000", "fault_unmapped_write"),
     5: ("instruction fetch from unmapped address 0x30000000", "0x30000000"),
     6: ("unaligned access", "fault_unaligned_strh"),
+    7: ("unaligned access", "fault_unaligned_loaded_ptr"),
 }
 
 

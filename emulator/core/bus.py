@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import mmap
 from collections.abc import Callable
 
 from unicorn import UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError
@@ -49,11 +50,22 @@ class Bus:
         self._on_code_write = on_code_write
         self.irq_exception: dict[str, int] = {}  # device name -> exception its IRQ line pends
         self._keep: list[object] = []  # C callbacks handed to native devices
+        self._host: list[tuple[mmap.mmap, ctypes.Array]] = []  # memory behind the regions
 
     def map(self) -> None:
-        uc = self.core.uc
+        """Memory regions in host memory the bus owns (the native alignment checks read
+        the words a block loads pointers from there: docs/cycle-model.md, Alignment),
+        then the peripheral windows."""
         for region in self.config.memory.values():
-            uc.mem_map(region.base, region.size, region_protection(region))
+            host = mmap.mmap(-1, region.size)
+            view = (ctypes.c_ubyte * region.size).from_buffer(host)
+            self._host.append((host, view))
+            ptr = ctypes.addressof(view)
+            err = _ucmod.uclib.uc_mem_map_ptr(self.core.uch, region.base, region.size, region_protection(region), ptr)
+            if err:
+                raise UcError(err)
+            if self.core.code is not None:
+                self.core.lib.pk_code_add_memory(self.core.code.handle, region.base, region.size, ptr)
         self._map_peripherals()
 
     def _map_peripherals(self) -> None:

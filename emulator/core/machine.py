@@ -96,6 +96,7 @@ class Machine:
         s.cond_penalty = COND_PENALTY
         s.align_enabled = 1
         s.align_skip_start = 0xFFFFFFFF
+        s.split_start = 0xFFFFFFFF
         s.deadline = NO_DEADLINE
         s.uc = core.uch.value
         s.reg_read = ctypes.cast(_ucmod.uclib.uc_reg_read, ctypes.c_void_p).value

@@ -199,6 +199,7 @@ class RunLoop:
         core = self.core
         s = core.state
         s.stop_reason = native.STOP_NONE
+        s.split_start = 0xFFFFFFFF  # admits the rest of a split block in this run only
         self._py_stop = None
         self._mem_fault = None
         pc = core.pc
@@ -206,6 +207,8 @@ class RunLoop:
             core.uc.ctl_remove_cache(until, until + 2)  # 'until' is checked at translation
         try:
             self.emu(pc, until if until is not None else 0xFFFFFFFF)
+            while s.stop_reason in (native.STOP_ALIGN_SPLIT, native.STOP_SP_WRITE) and self._split(until):
+                self.emu(core.pc, until if until is not None else 0xFFFFFFFF)  # the rest of the block, and on
             error = None
         except UcError as exc:
             error = exc
@@ -382,6 +385,42 @@ class RunLoop:
             raise PkasimError(f"cannot go on: {what}")
         return False
 
+    def _split(self, until: int | None) -> bool:
+        """The hook stopped before a block whose check needs the block to reach an
+        instruction first (docs/cycle-model.md, "Alignment"): an access whose address
+        is known only there (STOP_ALIGN_SPLIT), or an instruction that sets SP from a
+        register (STOP_SP_WRITE: the core keeps SP bits [1:0] zero). Run the block up
+        to that access, or through that instruction and clear SP bits [1:0]; True when
+        it got there and the rest of the block may run as part of the same block (no
+        event or exception in between, as for the block whole). False when the run
+        stopped before for another reason (left in the state for the caller)."""
+        core = self.core
+        s = core.state
+        start = core.pc
+        target = s.align_pc if s.stop_reason == native.STOP_ALIGN_SPLIT else s.align_addr
+        sp_write = s.stop_reason == native.STOP_SP_WRITE
+        if target <= start:
+            raise PkasimError(f"internal error: alignment split of the block at 0x{start:08x} at 0x{target:08x}")
+        stop_at = until if until is not None and start < until <= target else target
+        s.stop_reason = native.STOP_NONE
+        s.align_skip_start = start
+        core.uc.ctl_remove_cache(stop_at, stop_at + 2)  # Unicorn checks 'until' when it translates
+        try:
+            self.emu(start, stop_at)
+        finally:
+            s.align_skip_start = 0xFFFFFFFF
+            core.uc.ctl_remove_cache(start, stop_at + 2)  # no block translated to end there stays
+        if core.pc != stop_at or s.stop_reason != native.STOP_NONE or self._py_stop is not None:
+            return False
+        if sp_write and stop_at == target:
+            for rid in (A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP):
+                core.wr(rid, core.rd(rid) & ~3)
+        if stop_at != target:
+            return False  # the run's 'until': the caller reports it
+        self.settle(target)
+        s.split_start = target
+        return True
+
     def _fault_at(self, fault_pc: int, cause: str, *, address: int | None = None) -> None:
         """Run the block up to the faulting instruction, then fault there: cycles and
         registers are those of the instructions before it, as on the core."""
@@ -501,18 +540,27 @@ class RunLoop:
         s = core.state
         s.deadline = NO_DEADLINE
         s.stop_reason = native.STOP_NONE
+        s.split_start = 0xFFFFFFFF
         self._py_stop = None
         self._mem_fault = None
         pc = core.pc
         self._bps.skip = pc
         try:
             self.emu(pc, 0xFFFFFFFF, count=1)
-            if s.stop_reason in (native.STOP_ALIGN, native.STOP_UNDEF) and \
-                    (s.align_pc if s.stop_reason == native.STOP_ALIGN else s.undef_pc) != pc:
-                # The fault is at a later instruction of the block: this one runs.
+            checked = (native.STOP_ALIGN, native.STOP_UNDEF, native.STOP_ALIGN_SPLIT, native.STOP_SP_WRITE)
+            if s.stop_reason in checked and \
+                    (s.undef_pc if s.stop_reason == native.STOP_UNDEF else s.align_pc) != pc or \
+                    s.stop_reason == native.STOP_SP_WRITE:
+                # The check is for a later instruction of the block: this one runs. An
+                # instruction that sets SP runs, then SP bits [1:0] are cleared.
+                sp_write = s.stop_reason == native.STOP_SP_WRITE and s.align_pc == pc
                 s.stop_reason = native.STOP_NONE
                 s.align_skip_start = pc
                 self.emu(pc, 0xFFFFFFFF, count=1)
+                s.align_skip_start = 0xFFFFFFFF
+                if sp_write:
+                    for rid in (A.UC_ARM_REG_MSP, A.UC_ARM_REG_PSP):
+                        core.wr(rid, core.rd(rid) & ~3)
             error = None
         except UcError as exc:
             error = exc

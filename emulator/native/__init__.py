@@ -19,7 +19,7 @@ VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VER
 VERDICT_PLAIN = 4  # verdict flag (pkstate.h): no back edge inside the loop's code but its last
 
 (STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
- STOP_NATIVE_ERROR) = range(10)
+ STOP_NATIVE_ERROR, STOP_ALIGN_SPLIT, STOP_SP_WRITE) = range(12)
 PK_NOMEM, PK_UNREADABLE = 1, 2  # native_error after STOP_NATIVE_ERROR
 PK_NONE = 0xFFFFFFFF
 
@@ -193,6 +193,8 @@ class PkState(ctypes.Structure):
         ("span_hi", ctypes.c_uint32),
         ("counted", ctypes.c_uint32),
         ("cur_mode", ctypes.c_uint32),
+        ("split_start", ctypes.c_uint32),
+        ("pad_split", ctypes.c_uint32),
     ]
 
 
@@ -217,6 +219,7 @@ def _declare_code(lib: ctypes.CDLL) -> None:
     u32, u64, ptr = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
     _declare(lib.pk_code_new, ptr, u32, u32, u32, u32, ptr)
     _declare(lib.pk_code_add_region, ctypes.c_int, ptr, u32, u32, u32)
+    _declare(lib.pk_code_add_memory, ctypes.c_int, ptr, u32, u32, ptr)
     _declare(lib.pk_code_clear, None, ptr)
     _declare(lib.pk_code_changed, ctypes.c_int, ptr, u32, u32)
     _declare(lib.pk_code_watch_need, None, ptr, u32, ctypes.POINTER(u32), ctypes.POINTER(u32))

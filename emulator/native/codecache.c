@@ -55,6 +55,9 @@ struct pk_code {
     uint32_t nregions;
     uint64_t map_bytes;
     acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
+    pk_aprog prog;            /* alignment programs of the blocks that need one (unaligned.h) */
+    pk_amap memory;           /* guest memory the programs read */
+    pk_abuild *build;         /* scratch for building a program, allocated on first use */
 };
 
 pk_code *pk_code_new(uint32_t muls_cycles, uint32_t fetch_ws, uint32_t flash_base, uint32_t flash_end,
@@ -88,6 +91,8 @@ void pk_code_free(pk_code *c) {
     free(c->table);
     free(c->checks);
     free(c->acc);
+    free(c->prog.ops);
+    pk_abuild_free(c->build);
     free(c);
 }
 
@@ -121,6 +126,7 @@ void pk_code_clear(pk_code *c) {
         for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
     c->used = 0;
     c->checks_used = 0;
+    c->prog.used = 0;
     for (uint32_t r = 0; r < c->nregions; r++) {
         region_t *g = &c->regions[r];
         if (!g->marked) continue;
@@ -211,6 +217,19 @@ static int grow(pk_code *c) {
 
 const pk_check *pk_code_checks(const pk_code *c, const pk_block *b) { return &c->checks[b->check_first]; }
 
+const pk_aop *pk_code_program(const pk_code *c, const pk_block *b) { return &c->prog.ops[b->check_first]; }
+
+pk_amap *pk_code_memory(pk_code *c) { return &c->memory; }
+
+int pk_code_add_memory(pk_code *c, uint32_t base, uint32_t size, const void *host) {
+    if (c->memory.n == PK_AMEM_MAX || !host) return -1;
+    pk_amem *m = &c->memory.mem[c->memory.n++];
+    m->base = base;
+    m->size = size;
+    m->host = host;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- decoding a block */
 
 /* Representation of a register during the walk of a block: entry values plus const. */
@@ -270,20 +289,60 @@ static int read_code(pk_code *c, void *uc, uint32_t start, uint32_t end, uint8_t
 
 static uint32_t hw_at(const uint8_t *buf, uint32_t off) { return (uint32_t)buf[off] | (uint32_t)buf[off + 1] << 8; }
 
-static void resolve_literal(pk_code *c, void *uc, pk_insn *in, int track) {
+static int resolve_literal(pk_code *c, void *uc, pk_insn *in, int track, uint32_t *word) {
     uint8_t w[4];
     uint32_t lit = (uint32_t)in->desc.imm;
     int ok = c->mem_read(uc, lit, w, 4) == 0;
-    pk_resolve_literal(&in->desc, ok, (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24);
+    *word = (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24;
+    pk_resolve_literal(&in->desc, ok, *word);
     if (ok && track) mark(c, lit, lit + 4);
+    return ok;
 }
 
-/* Walk the block once: totals, alignment checks, the first UNDEFINED instruction. */
+/* A literal the block cannot change under itself: in read-only code memory. */
+static int literal_const(const pk_code *c, uint32_t lit) {
+    int r = region_of(c, lit);
+    return r >= 0 && !c->regions[r].writable;
+}
+
+/* A program made of checks of the registers the block received only (its other
+ * operations folded away: constants, shifted indexes, implied checks) becomes the
+ * cheaper register checks. */
+static int as_register_checks(pk_code *c, pk_block *blk) {
+    const pk_aop *ops = &c->prog.ops[blk->check_first];
+    uint32_t n = blk->check_n, first = c->checks_used;
+    int a, b;
+    int32_t off;
+    uint8_t mask;
+    for (uint32_t i = 1; i < n; i++)
+        if (!pk_aop_entry_check(&ops[i], &a, &b, &off, &mask)) return 0;
+    for (uint32_t i = 1; i < n; i++) {
+        rep_t r = {-1, -1, 1, 0};
+        pk_aop_entry_check(&ops[i], &a, &b, &off, &mask);
+        r.a = (int8_t)a;
+        r.b = (int8_t)b;
+        if (add_check(c, &r, off, mask, ops[i].pc) != 0) return -1;
+    }
+    c->prog.used = blk->check_first; /* the program was the last one appended */
+    blk->program = 0;
+    blk->check_first = first;
+    blk->check_n = n ? (uint16_t)(n - 1) : 0;
+    return 0;
+}
+
+/* Walk the block once: totals, alignment checks, the first UNDEFINED instruction.
+ * Accesses whose address is a register the block received plus constants get a
+ * pk_check; when some access is not of that form (or the block sets SP from a
+ * register), the block's checks are an alignment program instead (unaligned.h). */
 static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, pk_block *blk) {
     uint8_t local[1024 + 2], *buf = local;
     uint32_t end = start + size, a = start, cost = 0, insns = 0, last_flags = 0;
     rep_t reg[16];
     int err = PK_OK;
+    if (align) {
+        if (!c->build && !(c->build = pk_abuild_new())) return PK_NOMEM;
+        pk_abuild_start(c->build);
+    }
     if (size > sizeof(local) - 2) {
         if (size > MAX_BLOCK_BYTES || !(buf = malloc(size + 2))) return PK_NOMEM;
     }
@@ -301,7 +360,7 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
     blk->mode = 0;
     blk->check_first = c->checks_used;
     blk->check_n = 0;
-    blk->uncheckable = 0;
+    blk->program = 0;
     blk->undef_off = PK_NONE;
     while (a < end) {
         pk_insn in;
@@ -310,7 +369,13 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
             blk->undef_off = a - start;
             break;
         }
-        if (in.desc.kind == K_LITERAL) resolve_literal(c, uc, &in, 1);
+        uint32_t lit_word = 0, lit = (uint32_t)in.desc.imm;
+        int lit_ok = in.desc.kind == K_LITERAL && resolve_literal(c, uc, &in, 1, &lit_word);
+        if (align && pk_abuild_insn(c->build, a, hw_at(buf, a - start), hw_at(buf, a - start + 2), lit_ok, lit_word,
+                                    lit_ok && literal_const(c, lit)) != 0) {
+            err = PK_NOMEM;
+            goto out;
+        }
         cost += in.cost;
         insns += 1;
         last_flags = in.flags;
@@ -334,7 +399,7 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
                 break;
             case K_ACCESS: {
                 rep_t base = rep_add(reg[d->rn], d->rm >= 0 ? reg[d->rm] : zero);
-                if (!base.ok) blk->uncheckable = 1;
+                if (!base.ok) blk->program = 1;
                 else if (add_check(c, &base, d->imm, d->amask, a) != 0) {
                     err = PK_NOMEM;
                     goto out;
@@ -351,6 +416,21 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
             }
         }
         a += in.size;
+    }
+    if (align && (blk->program || pk_abuild_needed(c->build))) {
+        uint32_t first, n;
+        c->checks_used = blk->check_first; /* the program checks every access */
+        if (pk_abuild_finish(c->build, &c->prog, &first, &n) != 0 || n > 0xFFFF) {
+            err = PK_NOMEM;
+            goto out;
+        }
+        blk->program = 1;
+        blk->check_first = first;
+        blk->check_n = (uint16_t)n;
+        if (as_register_checks(c, blk) != 0) {
+            err = PK_NOMEM;
+            goto out;
+        }
     }
     blk->size = size;
     blk->cost = cost;
@@ -390,9 +470,10 @@ const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t siz
         if (b->size == size) return b;
         /* Same start, other length (a run that stopped mid-block): decode it without
          * replacing the usual entry; its checks stay readable until the next fill. */
-        uint32_t used = c->checks_used;
+        uint32_t used = c->checks_used, prog_used = c->prog.used;
         *err = fill(c, uc, start, size, align, scratch);
         c->checks_used = used;
+        c->prog.used = prog_used;
         if (*err) return NULL;
         *watch = watch_needed(c);
         return scratch;
@@ -427,7 +508,8 @@ uint32_t pk_code_decode_range(pk_code *c, void *uc, uint32_t start, uint32_t end
         while (a < end && n < max) {
             pk_insn *in = &out[n++];
             pk_decode(a, hw_at(buf, a - start), hw_at(buf, a - start + 2), &c->rules, in);
-            if (resolve && in->desc.kind == K_LITERAL) resolve_literal(c, uc, in, 0);
+            uint32_t word;
+            if (resolve && in->desc.kind == K_LITERAL) resolve_literal(c, uc, in, 0, &word);
             a += in->size;
         }
     }
@@ -518,7 +600,7 @@ void pk_code_watch_span(const pk_code *c, uint32_t region, uint32_t *lo, uint32_
 
 uint64_t pk_code_bytes(const pk_code *c) {
     return sizeof(pk_code) + (uint64_t)c->cap * sizeof(pk_block) + (uint64_t)c->checks_cap * sizeof(pk_check) +
-           c->map_bytes;
+           (uint64_t)c->prog.cap * sizeof(pk_aop) + c->map_bytes;
 }
 
 uint32_t pk_code_blocks(const pk_code *c) { return c->used; }

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "unaligned.h"
 #include "thumb.h"
 
 #define PK_NONE 0xFFFFFFFFu
@@ -30,7 +31,7 @@ typedef struct {
     uint32_t check_first; /* alignment checks: [check_first, check_first + check_n) */
     uint16_t check_n;
     uint8_t last_flags;   /* flags of the block's last instruction */
-    uint8_t uncheckable;  /* an access address could not be resolved at block entry */
+    uint8_t program;      /* 1: the checks are an alignment program (unaligned.h), check_n operations */
     uint8_t mode;         /* counted mode: 0 not yet known, 1 plain, 2 inside an idle-candidate loop */
     uint8_t pad[3];
     uint32_t undef_off;   /* byte offset of the first UNDEFINED instruction, or PK_NONE */
@@ -78,6 +79,12 @@ int pk_code_written(pk_code *c, uint32_t addr, uint32_t len);
 const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
                               pk_block *scratch, int *err, int *watch);
 const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
+/* A block's alignment program (b->program set), and the memory programs read. */
+PK_INTERNAL const pk_aop *pk_code_program(const pk_code *c, const pk_block *b);
+PK_INTERNAL pk_amap *pk_code_memory(pk_code *c);
+/* Guest memory at [base, base + size) is the host memory at host (RAM and flash, for
+ * the alignment programs; never a peripheral). -1 when the table is full. */
+int pk_code_add_memory(pk_code *c, uint32_t base, uint32_t size, const void *host);
 
 /* The accesses of the cached block [start, end), in program order, decoded once;
  * NULL when the block is not cached as such or has more than PK_ACC_MAX of them. */

@@ -14,9 +14,12 @@
  *      instruction outside ARMv6-M), which decodes it natively from guest memory
  *      (thumb.c) the first time, wherever it is: flash, SRAM, any executable region;
  *   4. evaluates the block's alignment checks against the registers at block entry
- *      and stops before the block when one of its word or halfword accesses would be
- *      unaligned (ARMv6-M faults on those; Unicorn does not), or when the block holds
- *      an instruction ARMv6-M does not have (UNDEFINED; Unicorn executes some).
+ *      (or runs its alignment program, unaligned.c, when the block computes or loads an
+ *      address itself) and stops before the block when one of its word or halfword
+ *      accesses would be unaligned (ARMv6-M faults on those; Unicorn does not), when
+ *      an address can only be known mid-block or the block sets SP from a register
+ *      (the machine then runs the block in two parts), or when the block holds an
+ *      instruction ARMv6-M does not have (UNDEFINED; Unicorn executes some).
  *
  * The rules are in docs/cycle-model.md. This file knows nothing
  * of RSA, peripherals or Python; it is loaded with ctypes (no Python C API).
@@ -46,6 +49,20 @@ static int cond_holds(uint32_t cond, uint32_t apsr) {
     case 13: return z || n != v;
     default: return 1;
     }
+}
+
+/* Run a block's alignment program (unaligned.c); 1 if it stopped the run before the block. */
+static int align_program(pk_state *s, void *uc, const pk_block *blk) {
+    static const uint32_t stop[4] = {STOP_NONE, STOP_ALIGN, STOP_ALIGN_SPLIT, STOP_SP_WRITE};
+    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr, s->id_msp, s->id_psp};
+    uint32_t pc = 0, addr = 0;
+    int found = pk_align_run(pk_code_program(s->code, blk), blk->check_n, pk_code_memory(s->code), &regs, &pc, &addr);
+    if (found == PK_ALIGN_OK) return 0;
+    s->stop_reason = stop[found];
+    s->align_pc = pc;
+    s->align_addr = addr;
+    s->emu_stop(uc);
+    return 1;
 }
 
 /* The work at a block start. ``counted``: the engine's generated code has already
@@ -92,6 +109,11 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         } else {
             s->loop_start = 0xFFFFFFFFu;
         }
+    } else if (s->split_start == a) {
+        /* The rest of a block split by the alignment checks (the first block of its
+         * run, so nothing is committed here): it was admitted whole. */
+        s->split_start = 0xFFFFFFFFu;
+        goto admitted;
     }
     if (s->native_on && s->cycles >= s->native_min) pk_native_due(s);
     if (s->cycles >= s->deadline) {
@@ -115,6 +137,7 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         }
     }
 
+admitted:;
     /* The block's totals: cached, or decoded from guest memory now (codecache.c). */
     pk_block scratch;
     int err, watch;
@@ -135,7 +158,9 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         return;
     }
     if (s->align_skip_start != a) {
-        if (blk->check_n) {
+        if (blk->program) {
+            if (align_program(s, uc, blk)) return;
+        } else if (blk->check_n) {
             uint32_t regs[16], have = 0;
             const pk_check *c = pk_code_checks(s->code, blk);
             for (uint32_t i = 0; i < blk->check_n; i++, c++) {

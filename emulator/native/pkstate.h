@@ -12,8 +12,13 @@
 #include "observe.h"
 #include "codecache.h" /* pk_block, pk_check; thumb.h: PK_F_* flags, K_* kinds */
 
+/* STOP_ALIGN: the access at align_pc would fault at align_addr. STOP_ALIGN_SPLIT: the
+ * address of the access at align_pc is known only when the block reaches it: run the
+ * block up to it. STOP_SP_WRITE: the instruction at align_pc sets SP from a register:
+ * run the block up to align_addr (the next instruction), then clear SP bits [1:0]. */
 enum { STOP_NONE = 0, STOP_DEADLINE = 1, STOP_ALIGN = 2, STOP_IRQCHK = 3, STOP_SLEEP = 4, STOP_LOOPCHK = 5,
-       STOP_STUCK = 6, STOP_UNDEF = 7, STOP_WATCH = 8, STOP_NATIVE_ERROR = 9 };
+       STOP_STUCK = 6, STOP_UNDEF = 7, STOP_WATCH = 8, STOP_NATIVE_ERROR = 9, STOP_ALIGN_SPLIT = 10,
+       STOP_SP_WRITE = 11 };
 
 #define RING 32
 
@@ -144,6 +149,11 @@ typedef struct {
     uint32_t span_lo, span_hi;  /* a loop decided not idle: its blocks need no hook */
     uint32_t counted;           /* the engine keeps the accounting (else pk_block_hook) */
     uint32_t cur_mode;          /* the current block's code cache mode (counted mode) */
+    /* a block split by the alignment checks (STOP_ALIGN_SPLIT, STOP_SP_WRITE) goes on
+     * here: no deadline stop or exception before this rest of it, as the whole block
+     * had none */
+    uint32_t split_start;
+    uint32_t pad_split;
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX

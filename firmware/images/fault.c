@@ -8,6 +8,8 @@
  *   4  STR to unmapped 0x30000000                 (bus error on write)
  *   5  call to 0x30000001: fetch from unmapped, non-executable memory
  *   6  STRH of a halfword at an odd SRAM address  (unaligned access)
+ *   7  plain C `*(int *)(p + 1)`, p read from memory (unaligned access
+ *      through a pointer the faulting block loads and adds to itself)
  * Every kind is a HardFault on ARMv6-M. Each faulting instruction carries a
  * global label fault_insn_<kind> (fault_insn_1 ... fault_insn_6; for kind 5
  * the fault is at the fetch of 0x30000000 and fault_insn_5 labels the BLX).
@@ -98,6 +100,15 @@ __attribute__((noinline)) static void fault_unaligned_strh(void)
         :: "l"(0xBEEFu), "l"((uintptr_t)fault_buf + 1u) : "memory");
 }
 
+/* Where kind 7 points: the word buffer above (.data: read at run time, so the
+ * compiler loads it, adds 1 and dereferences it in one block). */
+char *volatile fault_ptr = (char *)fault_buf;
+
+__attribute__((noinline)) static int fault_unaligned_loaded_ptr(void)
+{
+    return *(volatile int *)(fault_ptr + 1);
+}
+
 /*
  * HardFault entry: pass the exception frame (on MSP or PSP, per EXC_RETURN
  * bit 2) and EXC_RETURN to the C part.
@@ -145,6 +156,7 @@ int main(void)
     case 4: fault_unmapped_write();   break;
     case 5: fault_execute_unmapped(); break;
     case 6: fault_unaligned_strh();   break;
+    case 7: fault_unaligned_loaded_ptr(); break;
     default:
         sh_puts("unknown fault_kind\n");
         return 2;
