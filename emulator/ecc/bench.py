@@ -35,6 +35,7 @@ from pkasim.base.errors import PkasimError
 from pkasim.base.kinds import Kind
 from pkasim.chip.config import ChipConfig
 from pkasim.core.machine import Machine, StopReason
+from pkasim.core.measure import measure_call
 from pkasim.core.observe import Event, ObservedImage, Observer
 from pkasim.ecc.image import Op
 
@@ -204,32 +205,15 @@ def run_ecc_job(config: ChipConfig, job: EccJob, build_dir: Path = BUILD_DIR,
     if attach is not None:
         attach(m)
     budget = BUDGET_SECONDS * config.core.clock_hz
-    pka = m.peripherals.get("pka")
 
-    wall = time.perf_counter()
-    first = m.run(until="ecc_dispatch", max_cycles=budget, progress=progress)
-    if first.reason != StopReason.UNTIL:
-        raise PkasimError(f"{job.image}: never reached ecc_dispatch ({first.message or first.reason.value})")
-    c0, i0 = m.cycles, m.instructions
-    busy0 = pka.busy_total if pka is not None else 0
-    ops0 = dict(pka.operations) if pka is not None else {}
-    ret = m.reg("lr") & ~1
-    m.add_breakpoint(ret)
-    done = m.run(max_cycles=budget, progress=progress)
-    if done.reason != StopReason.BREAKPOINT:
-        raise PkasimError(f"{job.image}: ecc_dispatch did not return ({done.message or done.reason.value})")
-    c1, i1 = m.cycles, m.instructions
-    busy = (pka.busy_total - busy0) if pka is not None else 0
-    ops = {k: v - ops0.get(k, 0) for k, v in pka.operations.items()} if pka is not None else {}
-    m.remove_breakpoint(ret)
-    end = m.run(max_cycles=budget, progress=progress)
-    wall = time.perf_counter() - wall
+    call = measure_call(m, "ecc_dispatch", job.image, budget, progress)
+    end, wall, busy, ops = call.end, call.wall_seconds, call.pka_busy_cycles, call.pka_operations
 
     status = int.from_bytes(m.read_symbol("ecc_status"), "little", signed=True)
     length = int.from_bytes(m.read_symbol("ecc_out_len"), "little")
     out = m.read_symbol("ecc_out")[:length]
     verified = end.reason == StopReason.EXIT and status == 0 and out == given.expected
-    cycles = c1 - c0
+    cycles = call.cycles
 
     # The operation again on the warm machine: the emulator's steady speed.
     op_wall = time.perf_counter()
@@ -248,7 +232,7 @@ def run_ecc_job(config: ChipConfig, job: EccJob, build_dir: Path = BUILD_DIR,
     seconds = cycles / config.core.clock_hz
     return EccJobResult(
         job=job.key, label=job.label, image=job.image, nbits=CURVE_BITS, engine=job.engine, verified=verified,
-        cycles=cycles, instructions=i1 - i0, modeled_ms=seconds * 1e3,
+        cycles=cycles, instructions=call.instructions, modeled_ms=seconds * 1e3,
         ops_per_second=1 / seconds if seconds else 0.0, firmware_ms=None,
         pka_operations={k: v for k, v in ops.items() if v}, pka_busy_cycles=busy,
         pka_busy_share=busy / cycles if cycles else 0.0, cpu_only_share=1 - busy / cycles if cycles else 1.0,

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import io
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pkasim.base import resources
-from pkasim.base.errors import LoadError, PkasimError
+from pkasim.base.errors import LoadError
 from pkasim.chip.config import ChipConfig
 from pkasim.core.machine import Machine, StopReason
+from pkasim.core.measure import measure_call
 from pkasim.rsa.rsakey import RsaKey, demo_key
 
 BUILD_DIR = resources.build_dir()  # the bundled images (firmware/build in a checkout)
@@ -130,28 +130,11 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
     _set_u32(m, "rsa_check", 0)
     _set_u32(m, "core_clock_hz", config.core.clock_hz)
     budget = BUDGET_SECONDS * config.core.clock_hz
-    pka = m.peripherals.get("pka")
     if attach is not None:
         attach(m)
 
-    wall = time.perf_counter()
-    first = m.run(until="rsa_private", max_cycles=budget, progress=progress)
-    if first.reason != StopReason.UNTIL:
-        raise PkasimError(f"{job.image}: never reached rsa_private ({first.message or first.reason.value})")
-    c0, i0 = m.cycles, m.instructions
-    busy0 = pka.busy_total if pka is not None else 0
-    ops0 = dict(pka.operations) if pka is not None else {}
-    ret = m.reg("lr") & ~1
-    m.add_breakpoint(ret)
-    done = m.run(max_cycles=budget, progress=progress)
-    if done.reason != StopReason.BREAKPOINT:
-        raise PkasimError(f"{job.image}: rsa_private did not return ({done.message or done.reason.value})")
-    c1, i1 = m.cycles, m.instructions
-    busy = (pka.busy_total - busy0) if pka is not None else 0
-    ops = {k: v - ops0.get(k, 0) for k, v in pka.operations.items()} if pka is not None else {}
-    m.remove_breakpoint(ret)
-    end = m.run(max_cycles=budget, progress=progress)
-    wall = time.perf_counter() - wall
+    call = measure_call(m, "rsa_private", job.image, budget, progress)
+    end, wall, busy, ops = call.end, call.wall_seconds, call.pka_busy_cycles, call.pka_operations
     if totals is not None:
         totals.update(cycles=m.cycles, instructions=m.instructions)
 
@@ -159,11 +142,11 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
     out = int.from_bytes(m.read_symbol("rsa_output")[: job.nbits // 8], "big")
     verified = end.reason == StopReason.EXIT and status == 0 and out == key.private(msg)
     fw_ms = int.from_bytes(m.read_symbol("rsa_ms", 4), "little") if "rsa_ms" in m.image.symbols else None
-    cycles = c1 - c0
+    cycles = call.cycles
     seconds = cycles / config.core.clock_hz
     return JobResult(
         job=job.key, label=job.label, image=job.image, nbits=job.nbits, engine=job.engine, verified=verified,
-        cycles=cycles, instructions=i1 - i0, modeled_ms=seconds * 1e3, ops_per_second=1 / seconds if seconds else 0.0,
+        cycles=cycles, instructions=call.instructions, modeled_ms=seconds * 1e3, ops_per_second=1 / seconds if seconds else 0.0,
         firmware_ms=fw_ms, pka_operations={k: v for k, v in ops.items() if v}, pka_busy_cycles=busy,
         pka_busy_share=busy / cycles if cycles else 0.0, cpu_only_share=1 - busy / cycles if cycles else 1.0,
         wall_seconds=wall, efficiency=job.nbits * 1000 / cycles if cycles else 0.0,

@@ -1,0 +1,53 @@
+"""One function call measured inside a whole run: what the bench jobs of every workload
+(pkasim.rsa, pkasim.ecc) report.
+
+The firmware runs from reset to the function's first instruction, then to the address
+it returns to, then to its end. The cycles, instructions, PKA busy time and PKA
+operations between the first two stops are the function's; the run goes on to the end
+so the firmware can check and report its result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pkasim.base.errors import PkasimError
+from pkasim.core.machine import Machine
+from pkasim.core.results import RunResult, StopReason
+
+
+@dataclass
+class CallMeasure:
+    cycles: int
+    instructions: int
+    pka_busy_cycles: int
+    pka_operations: dict[str, int]
+    end: RunResult  # how the whole run ended
+    wall_seconds: float  # host time of the whole run, from reset to its end
+
+
+def measure_call(m: Machine, function: str, image: str, max_cycles: int,
+                 progress: Callable[[int], None] | None = None) -> CallMeasure:
+    """Run a loaded machine to its end, measuring the first call of ``function``;
+    ``image`` names the firmware in errors."""
+    pka = m.peripherals.get("pka")
+    wall = time.perf_counter()
+    first = m.run(until=function, max_cycles=max_cycles, progress=progress)
+    if first.reason != StopReason.UNTIL:
+        raise PkasimError(f"{image}: never reached {function} ({first.message or first.reason.value})")
+    c0, i0 = m.cycles, m.instructions
+    busy0 = pka.busy_total if pka is not None else 0
+    ops0 = dict(pka.operations) if pka is not None else {}
+    ret = m.reg("lr") & ~1
+    m.add_breakpoint(ret)
+    done = m.run(max_cycles=max_cycles, progress=progress)
+    if done.reason != StopReason.BREAKPOINT:
+        raise PkasimError(f"{image}: {function} did not return ({done.message or done.reason.value})")
+    c1, i1 = m.cycles, m.instructions
+    busy = (pka.busy_total - busy0) if pka is not None else 0
+    ops = {k: v - ops0.get(k, 0) for k, v in pka.operations.items()} if pka is not None else {}
+    m.remove_breakpoint(ret)
+    end = m.run(max_cycles=max_cycles, progress=progress)
+    return CallMeasure(c1 - c0, i1 - i0, busy, ops, end, time.perf_counter() - wall)
