@@ -166,8 +166,6 @@ def test_a_watchpoint_leaves_the_cycle_count_unchanged_on_the_stock_wheel(build_
     assert watched["cycles"] == 21_863_845  # the count of the same run without a watchpoint (README, docs/xrsa.md)
 
 
-@pytest.mark.xfail(strict=True, reason="known defect of pkasim's engine (docs/engine.md): after a watchpoint's "
-                                       "stop part of a block runs again; the engine is opt-in until it is fixed")
 def test_a_watchpoint_leaves_the_cycle_count_unchanged_on_both_engines(build_dir):
     problem = _engine_problem()
     if problem:

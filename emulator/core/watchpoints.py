@@ -212,8 +212,10 @@ class Watchpoints:
         core = self.core
         s = core.state
         pc = core.pc
-        if not s.cur_valid or not s.cur_start <= pc < s.cur_end:
+        if not s.cur_valid:
             return pc, self._halfword(uc, pc)
+        if not s.cur_start <= pc < s.cur_end:
+            pc = s.cur_start  # PC left by an earlier exit: the access is still this block's
         try:
             code = bytes(uc.mem_read(pc, s.cur_end - pc + 2))
         except Exception:  # noqa: BLE001 - unreadable code: judge the access at PC alone

@@ -8,15 +8,11 @@ counts, exit codes and outputs, more slowly.
 
 ``PKASIM_ENGINE`` chooses, read once per process when pkasim is imported:
 
-* ``stock`` (default): the wheel's own library;
-* ``auto``: the engine when it is built and matches this checkout's patches, else the
-  stock wheel (a mismatched library is refused with a one-line warning naming the fix);
+* ``auto`` (default): the engine when it is built and matches this checkout's patches,
+  else the stock wheel (a mismatched library is refused with a one-line warning naming
+  the fix);
+* ``stock``: the wheel's own library;
 * ``patched``: the engine, or an error when it cannot be used.
-
-The engine is opt-in: with a watchpoint set, a run on it can re-execute part of a
-block after the watchpoint's stop and end with more cycles than the stock wheel
-counts (docs/engine.md, "Known defect"); until that is fixed, the default is the
-library whose counts every test checks.
 
 The Python binding keeps one library handle (``unicorn.unicorn_py3.unicorn.uclib``);
 selecting the engine loads it and hands it to the binding before any ``Uc`` exists.
@@ -89,7 +85,7 @@ def select() -> str:
     global _selected, _problem
     if _selected is not None:
         return _selected
-    choice = os.environ.get("PKASIM_ENGINE", "stock").strip().lower() or "stock"
+    choice = os.environ.get("PKASIM_ENGINE", "auto").strip().lower() or "auto"
     if choice not in CHOICES:
         _problem = f"PKASIM_ENGINE={choice!r}: expected one of {', '.join(CHOICES)}"
         _selected = "stock"
