@@ -85,6 +85,7 @@ class RunLoop:
         self.debugger_attached = False  # BKPT halts instead of faulting
         self._py_stop: tuple | None = None
         self._mem_fault: tuple[str, int] | None = None
+        self._mem_fault_pc: int | None = None  # the instruction that made it (a data access)
         self._progress: Callable[[int], None] | None = None
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
@@ -202,6 +203,7 @@ class RunLoop:
         s.split_start = 0xFFFFFFFF  # admits the rest of a split block in this run only
         self._py_stop = None
         self._mem_fault = None
+        self._mem_fault_pc = None
         pc = core.pc
         if until is not None:
             core.uc.ctl_remove_cache(until, until + 2)  # 'until' is checked at translation
@@ -487,6 +489,9 @@ class RunLoop:
         if code in (UC_ERR_READ_UNMAPPED, UC_ERR_WRITE_UNMAPPED, UC_ERR_FETCH_UNMAPPED,
                     UC_ERR_READ_PROT, UC_ERR_WRITE_PROT, UC_ERR_FETCH_PROT):
             cause, address = mem if mem else (str(error), None)
+            if mem and self._mem_fault_pc is not None and code not in (UC_ERR_FETCH_UNMAPPED, UC_ERR_FETCH_PROT):
+                pc = self._mem_fault_pc
+                self.core.set_pc(pc)
             self.settle(pc)
             if address is not None:
                 cause = f"{cause} 0x{address:08x}"
@@ -543,6 +548,7 @@ class RunLoop:
         s.split_start = 0xFFFFFFFF
         self._py_stop = None
         self._mem_fault = None
+        self._mem_fault_pc = None
         pc = core.pc
         self._bps.skip = pc
         try:
@@ -675,6 +681,12 @@ class RunLoop:
             UC_MEM_FETCH_PROT: "instruction fetch from execute-never memory",
         }
         self._mem_fault = (kinds.get(access, "bad memory access"), address)
+        if access not in (UC_MEM_FETCH_UNMAPPED, UC_MEM_FETCH_PROT):
+            # The stock wheel's PC is exact here only if no hook wrote PC since this
+            # engine start (docs/engine.md, patch 8): find the accessing instruction
+            # in the block the native hook recorded, as a watchpoint does.
+            self._mem_fault_pc = self.watch.accessing_instruction(uc, address, access in (
+                UC_MEM_WRITE_UNMAPPED, UC_MEM_WRITE_PROT))[0]
         return False
 
     def request_check(self) -> None:

@@ -198,8 +198,9 @@ class Watchpoints:
         hit, self.hit = self.hit, None
         return hit
 
-    def _accessing_instruction(self, uc: Uc, address: int, write: bool) -> tuple[int, int]:
-        """The instruction making this access, and its first halfword.
+    def accessing_instruction(self, uc: Uc, address: int, write: bool) -> tuple[int, int]:
+        """The instruction making this access, and its first halfword (from a memory
+        hook: the watchpoints', and the run loop's for a bad access).
 
         Unicorn's PC inside a memory hook is exact only where it was last written
         (measured: often the start of the translated block), so the instruction is
@@ -245,7 +246,7 @@ class Watchpoints:
             return
         core = self.core
         write = access == UC_MEM_WRITE
-        pc, hw = self._accessing_instruction(uc, address, write)
+        pc, hw = self.accessing_instruction(uc, address, write)
         if self.skip is not None:
             if self.skip == (pc, core.instructions):
                 return

@@ -16,6 +16,7 @@ from pkasim.base.errors import PkasimError, UnavailableError
 
 RING = 32
 VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
+TRUST = 1024  # PK_TRUST: trusted-loop slots (idle.c)
 VERDICT_PLAIN = 4  # verdict flag (pkstate.h): no back edge inside the loop's code but its last
 
 (STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
@@ -195,6 +196,9 @@ class PkState(ctypes.Structure):
         ("cur_mode", ctypes.c_uint32),
         ("split_start", ctypes.c_uint32),
         ("pad_split", ctypes.c_uint32),
+        # trusted loops (idle.c)
+        ("trust_end", ctypes.c_uint64),
+        ("trust", ctypes.c_uint32 * TRUST),
     ]
 
 

@@ -358,6 +358,7 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
     }
     blk->start = start;
     blk->mode = 0;
+    blk->trust_tag = 0;
     blk->check_first = c->checks_used;
     blk->check_n = 0;
     blk->program = 0;

@@ -35,6 +35,7 @@ typedef struct {
     uint8_t mode;         /* counted mode: 0 not yet known, 1 plain, 2 inside an idle-candidate loop */
     uint8_t pad[3];
     uint32_t undef_off;   /* byte offset of the first UNDEFINED instruction, or PK_NONE */
+    uint32_t trust_tag;   /* with mode 2: the one idle-candidate loop it lies in (idle.c), or 0 */
 } pk_block;
 
 /* One alignment check: address = reg a + reg b + off at block entry (-1: no register). */

@@ -65,10 +65,42 @@ static int align_program(pk_state *s, void *uc, const pk_block *blk) {
     return 1;
 }
 
+/* The block's counted mode (1 plain, 2 inside a loop the idle check follows) and the
+ * trust tag of its loop (idle.c), decided once per cached block. */
+static uint32_t block_mode(pk_state *s, const pk_block *blk, const pk_block *scratch, uint32_t a, uint32_t size,
+                           uint32_t *tag) {
+    if (blk == scratch || !blk->mode) {
+        uint32_t mode = pk_idle_relevant(s, a, a + size, tag) ? 2 : 1;
+        if (blk != scratch) {
+            ((pk_block *)blk)->mode = (uint8_t)mode;
+            ((pk_block *)blk)->trust_tag = *tag;
+        }
+        return mode;
+    }
+    *tag = blk->trust_tag;
+    return blk->mode;
+}
+
+/* The trust epoch is over (or the count was set back since it began): idle.c. */
+static void trust_epoch(pk_state *s) {
+    if (s->cycles >= s->trust_end || s->trust_end - s->cycles > PK_TRUST_CYCLES) pk_trust_expire(s);
+}
+
 /* The work at a block start. ``counted``: the engine's generated code has already
  * added the previous block's cycles and instructions (uc_block_account, docs/engine.md)
  * and applied its not-taken adjustment; the rest is the same. */
 static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int counted) {
+    /* The block's totals: cached, or decoded from guest memory now (codecache.c). */
+    pk_block scratch;
+    int err, watch;
+    uint32_t tag = 0, mode = 0;
+    const pk_block *blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
+    if (blk) mode = block_mode(s, blk, &scratch, a, size, &tag);
+    if (s->span_hi && !(s->span_lo <= a && a + size <= s->span_hi)) {
+        /* Leaving the span of a loop decided for this entry: followed again. */
+        s->span_lo = 0xFFFFFFFFu;
+        s->span_hi = 0;
+    }
     if (s->cur_valid) {
         uint32_t c = s->cur_cost, done_start = s->cur_start;
         if (!counted && (s->cur_flags & PK_F_COND) && a == s->cur_end) {
@@ -91,6 +123,7 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         s->prev_end = s->cur_end;
         s->prev_flags = s->cur_flags;
         s->cur_valid = 0;
+        trust_epoch(s);
         if (s->cur_flags & PK_F_IRQCHK) {
             if (!s->native_on) {
                 s->stop_reason = STOP_IRQCHK;
@@ -101,6 +134,12 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         }
         if (!s->native_on) {
             s->loop_start = 0xFFFFFFFFu;
+        } else if (mode != 2 || s->span_hi || pk_trusted(s, tag)) {
+            /* Not followed, on either engine (counted mode runs these blocks without
+             * the hook): a block outside every loop the idle check could skip, a
+             * block of the loop decided for this entry (the span), a block of a loop
+             * trusted to make progress (idle.c; patch 9's gate). The next block the
+             * check follows is judged with the block before it, whichever that was. */
         } else if (a == done_start) {
             if (pk_idle_loop(s, a, s->cur_end, c, s->cur_insns)) return;
         } else if (a < done_start || s->loop_end) {
@@ -109,11 +148,14 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         } else {
             s->loop_start = 0xFFFFFFFFu;
         }
-    } else if (s->split_start == a) {
-        /* The rest of a block split by the alignment checks (the first block of its
-         * run, so nothing is committed here): it was admitted whole. */
-        s->split_start = 0xFFFFFFFFu;
-        goto admitted;
+    } else {
+        trust_epoch(s);
+        if (s->split_start == a) {
+            /* The rest of a block split by the alignment checks (the first block of its
+             * run, so nothing is committed here): it was admitted whole. */
+            s->split_start = 0xFFFFFFFFu;
+            goto admitted;
+        }
     }
     if (s->native_on && s->cycles >= s->native_min) pk_native_due(s);
     if (s->cycles >= s->deadline) {
@@ -137,11 +179,11 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         }
     }
 
-admitted:;
-    /* The block's totals: cached, or decoded from guest memory now (codecache.c). */
-    pk_block scratch;
-    int err, watch;
-    const pk_block *blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
+admitted:
+    if (blk && blk != &scratch && blk->start != a) { /* (the cache was emptied meanwhile) */
+        blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
+        if (blk) mode = block_mode(s, blk, &scratch, a, size, &tag);
+    }
     if (!blk) {
         s->stop_reason = STOP_NATIVE_ERROR;
         s->native_error = (uint32_t)err;
@@ -195,11 +237,7 @@ admitted:;
                   ((s->prev_flags & PK_F_COND) || !(s->prev_flags & PK_F_BRANCH));
         if (!seq) cost += s->fetch_ws;
     }
-    if (counted && !blk->mode && blk != &scratch) {
-        /* Decided once per cached block: inside a loop the idle check follows? */
-        ((pk_block *)blk)->mode = pk_idle_relevant(s, a, a + size) ? 2 : 1;
-    }
-    s->cur_mode = !counted ? 0 : blk == &scratch ? (uint32_t)(pk_idle_relevant(s, a, a + size) ? 2 : 1) : blk->mode;
+    s->cur_mode = mode;
     s->cur_valid = 1;
     s->cur_start = a;
     s->cur_end = a + size;
@@ -220,35 +258,32 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
 void pk_counted_wake(pk_state *s) { s->limit = 0; }
 
 /* The cycle count at which the generated code must call the hook again, or 0 for the
- * next block: the deadline or a native device's next event; at once while anything
- * must be looked at per block (no native paths, an observer), when an exception
- * may have become takeable, after a block that can
- * change what is takeable, and after a block of a loop the idle check follows. */
+ * next block: the deadline, a native device's next event or the end of the trust
+ * epoch (idle.c); at once while anything must be looked at per block (no native
+ * paths, an observer), when an exception may have become takeable, and after a
+ * block that can change what is takeable. (The blocks the idle check follows call
+ * the hook by their mode, UC_BLOCK_SPAN.) */
 static void counted_limit(pk_state *s) {
     uint64_t lim = s->deadline;
     if (s->native_min < lim) lim = s->native_min;
+    if (s->trust_end < lim) lim = s->trust_end; /* the trust epoch's end (idle.c) */
     if (!s->native_on || s->obs || s->irq_check) lim = 0;
     if (s->cur_valid) {
         if (s->cur_flags & PK_F_IRQCHK) lim = 0;
-        if (s->cur_mode == 2 && !(s->span_lo <= s->cur_start && s->cur_end <= s->span_hi)) lim = 0;
     }
     s->limit = lim;
 }
 
 void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *s) {
-    uint32_t a = (uint32_t)address;
-    /* Leaving the span of a loop decided not idle: its blocks need the hook again. */
-    if (!(s->span_lo <= a && a + size <= s->span_hi)) {
-        s->span_lo = 0xFFFFFFFFu;
-        s->span_hi = 0;
-    }
-    block_start(uc, a, size, s, 1);
+    block_start(uc, (uint32_t)address, size, s, 1);
     counted_limit(s);
 }
 
 /* Unicorn's uc_block_cost (the engine's patch 5). */
 typedef struct {
     uint32_t cost, insns, flags, not_taken, mode, hook_next;
+    uint32_t gate_tag; /* UC_BLOCK_SPAN: no hook while no span is set and *gate == gate_tag (patch 9) */
+    uint32_t *gate;
 } pk_block_cost_t;
 
 /* At translation: what the engine's generated code counts for the block
@@ -260,12 +295,8 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
     int err, watch;
     const pk_block *blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
     if (!blk) return 0; /* the hook at every start: it reports the error */
-    uint32_t mode;
-    if (blk == &scratch) mode = pk_idle_relevant(s, a, a + size) ? 2 : 1;
-    else {
-        if (!blk->mode) ((pk_block *)blk)->mode = pk_idle_relevant(s, a, a + size) ? 2 : 1;
-        mode = blk->mode;
-    }
+    uint32_t tag;
+    uint32_t mode = block_mode(s, blk, &scratch, a, size, &tag);
     c->cost = blk->cost;
     c->insns = blk->insns;
     c->flags = blk->last_flags;
@@ -280,6 +311,10 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
     int fetch_rule = s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end;
     if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n || fetch_rule) c->mode = 1; /* UC_BLOCK_HOOK */
     else c->mode = mode == 2 ? 2 : 0; /* UC_BLOCK_SPAN or UC_BLOCK_INLINE */
+    /* A block of exactly one loop the idle check follows: no hook while that loop is
+     * trusted (its slot holds its tag, idle.c) and no span is set. */
+    c->gate_tag = c->mode == 2 ? tag : 0;
+    c->gate = c->gate_tag ? pk_trust_gate(s, tag) : NULL;
     return 1;
 }
 

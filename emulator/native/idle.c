@@ -23,6 +23,8 @@
  * any of its blocks. With no event ahead at all the firmware is stuck: the run stops
  * (STOP_STUCK) instead of burning the cycle budget.
  */
+#include <string.h>
+
 #include "pkstate.h"
 
 /* A loop of several blocks: at most this many bytes of code and blocks an iteration. */
@@ -51,10 +53,51 @@ static int verdict(pk_state *s, uint32_t key, uint32_t end) {
 static void decided(pk_state *s, uint32_t key, uint32_t end) {
     uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
     s->loop_have = 2;
-    if (!s->counted || s->cur_mode != 2) return; /* (only a loop of blocks the hook follows) */
+    if (s->cur_mode != 2) return; /* (only a loop of blocks the idle check follows) */
     if (s->verdict_addr[i] != key || s->verdict_end[i] != end || !(s->verdict[i] & VERDICT_PLAIN)) return;
     s->span_lo = key & ~1u;
     s->span_hi = end;
+}
+
+/* ------------------------------------------------------------------ trusted loops
+ *
+ * A loop decided to make progress is remembered until the trust epoch ends (every
+ * PK_TRUST_CYCLES cycles, pk_trust_expire): its blocks then skip the idle check, on
+ * both engines alike, and in counted mode they run without the hook (the engine tests
+ * the block's gate word, trust[slot] == tag, in the generated code). Only speed and
+ * the moment a stuck loop is noticed depend on it: a loop emulated instead of
+ * fast-forwarded ends at the same counts, and a loop stuck while trusted is checked
+ * again within PK_TRUST_CYCLES cycles and a few iterations. */
+
+/* The tag of the loop whose code is [t, end): nonzero; its slot is trust_slot(tag). */
+uint32_t pk_trust_tag(uint32_t t, uint32_t end) {
+    uint32_t h = ((t & ~1u) >> 1) * 0x9E3779B1u ^ (end - (t & ~1u)) * 0x85EBCA77u;
+    h ^= h >> 15;
+    return h | 1u;
+}
+
+static uint32_t trust_slot(uint32_t tag) { return (tag >> 1) & (PK_TRUST - 1); }
+
+void pk_trust_grant(pk_state *s, uint32_t t, uint32_t end) {
+    uint32_t tag = pk_trust_tag(t, end);
+    s->trust[trust_slot(tag)] = tag;
+}
+
+int pk_trusted(const pk_state *s, uint32_t tag) { return tag != 0 && s->trust[trust_slot(tag)] == tag; }
+
+uint32_t *pk_trust_gate(pk_state *s, uint32_t tag) { return &s->trust[trust_slot(tag)]; }
+
+/* The epoch ended (or the count was set back): no loop is trusted, and the loop being
+ * followed is followed afresh (a loop decided earlier in this entry is checked again:
+ * this is what notices a loop that made progress and then got stuck). */
+void pk_trust_expire(pk_state *s) {
+    memset(s->trust, 0, sizeof s->trust);
+    s->trust_end = s->cycles + PK_TRUST_CYCLES;
+    s->loop_start = 0xFFFFFFFFu;
+    s->loop_end = 0;
+    s->loop_have = 0;
+    s->span_lo = 0xFFFFFFFFu;
+    s->span_hi = 0;
 }
 
 /* One more iteration of the loop at start ended (cost cycles, insns instructions,
@@ -64,6 +107,12 @@ static void decided(pk_state *s, uint32_t key, uint32_t end) {
 static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uint64_t insns, uint64_t blocks,
                      int multi) {
     if (s->loop_have == 2) return 0; /* decided: this loop is not skipped */
+    if (pk_trusted(s, pk_trust_tag(key & ~1u, end))) {
+        /* Trusted: its blocks are not followed (cyclehook.c), so what was summed for
+         * this iteration may miss some of them; decided, as when it was trusted. */
+        decided(s, key, end);
+        return 0;
+    }
     if (++s->loop_count < 2) return 0;
     if (multi && s->loop_count > MULTI_TRIES) {
         decided(s, key, end);
@@ -109,6 +158,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         }
     } else if (s->loop_have && ++s->loop_misses >= MISS_LIMIT) {
         decided(s, key, end);
+        pk_trust_grant(s, key & ~1u, end);
         return 0;
     }
     s->loop_have = 1;
@@ -203,16 +253,49 @@ static uint32_t branch_target(uint32_t hw, uint32_t at, int *is) {
 #define REL_BEFORE MULTI_SPAN
 #define REL_MAX 1024u
 
+/* Whether the loop [t, b + 2) (all 16-bit instructions, read into hw[] from lo) can
+ * never be idle: some register is written by exactly one of its instructions, an
+ * ADDS/SUBS/ADD of a nonzero constant to itself, and no branch inside the loop goes
+ * past that instruction (so every iteration the idle check compares, back edge to
+ * back edge through the loop's own code, runs it once: the register differs at
+ * every back edge, and the check would never skip the loop or report it stuck). */
+static int progresses(const uint16_t *hw, uint32_t lo, uint32_t t, uint32_t b) {
+    static const pk_rules rules = {1, 0, 0, 0};
+    uint8_t writers[16] = {0};
+    uint32_t reach = t; /* the furthest target of a branch inside the loop, at or below b */
+    pk_insn in;
+    for (uint32_t at = t; at <= b; at += 2) {
+        uint32_t h = hw[(at - lo) / 2];
+        int is;
+        uint32_t to = branch_target(h, at, &is);
+        if (is && to > reach && to <= b) reach = to;
+        pk_decode(at, h, 0, &rules, &in);
+        for (int r = 0; r < 15; r++)
+            if (in.desc.wmask >> r & 1 && writers[r] < 2) writers[r]++;
+    }
+    for (uint32_t at = reach; at < b; at += 2) {
+        pk_decode(at, hw[(at - lo) / 2], 0, &rules, &in);
+        const pk_desc *d = &in.desc;
+        if (d->kind == K_ADDI && d->rd == d->rn && d->imm != 0 && d->rd >= 0 && d->rd < 15 && writers[d->rd] == 1)
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether the block [start, end) lies in the code of a loop the idle check can follow
  * and fast-forward (idle.c above): a direct branch back at some b, to t <= start,
  * with end <= b + 2, over at most MULTI_SPAN bytes (or to start itself from the
  * block's own end), all of [t, b + 2) instructions an idle loop may hold. Counted
  * mode calls the hook at every start of such a block, so the idle check sees what it
- * sees on the stock engine; any other block the generated code runs alone. Decided
- * once per cached block, at translation. */
-int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end) {
+ * sees on the stock engine; any other block the generated code runs alone. A loop that
+ * can never be idle (progresses(), above) does not count. Decided once per cached
+ * block, at translation. *tag: the trust tag of the loop when the block lies in
+ * exactly one such loop (its gate, above), else 0. */
+int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag) {
     uint16_t hw[(REL_BEFORE + REL_MAX + MULTI_SPAN + 8) / 2];
     uint8_t have[sizeof hw / 2];
+    uint32_t loops = 0;
+    *tag = 0;
     if (end <= start || end - start > REL_MAX) return 0;
     uint32_t lo = start >= REL_BEFORE ? start - REL_BEFORE : 0;
     uint32_t hi = end > start + MULTI_SPAN ? end : start + MULTI_SPAN;
@@ -237,12 +320,13 @@ int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end) {
                     break;
                 }
             }
-            if (ok) return 1;
+            if (ok && !progresses(hw, lo, t, b) && ++loops == 1) *tag = pk_trust_tag(t, b + 2);
         }
         if (b + 2 > start + MULTI_SPAN && b + 2 >= end) break;
         b += 2;
     }
-    return 0;
+    if (loops != 1) *tag = 0; /* in several loops: gated by none (the hook at every start) */
+    return loops != 0;
 #undef HW
 #undef HAVE
 }

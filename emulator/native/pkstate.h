@@ -46,6 +46,11 @@ typedef struct {
 /* Loop verdicts kept (idle.c), indexed by (key >> 1) & (PK_VERDICTS - 1). */
 #define PK_VERDICTS 4096
 #define VERDICT_PLAIN 4 /* verdict flag: no back edge in the loop's code but its own last one */
+/* Trusted loops (idle.c): slots, and the cycles an epoch of trust lasts: a loop that
+ * made progress and then got stuck is noticed at most this many cycles (and a few of
+ * its iterations) later than one never trusted. */
+#define PK_TRUST 1024
+#define PK_TRUST_CYCLES (1u << 20)
 
 /* The NVIC's exception state: one record, owned by peripherals/nvic.py (NvicState),
  * read and pended here without a Python call. */
@@ -154,6 +159,10 @@ typedef struct {
      * had none */
     uint32_t split_start;
     uint32_t pad_split;
+    /* ---- trusted loops (idle.c): loops decided to make progress skip the idle check
+     * until the epoch ends at trust_end (then every loop is checked again) ---- */
+    uint64_t trust_end;
+    uint32_t trust[PK_TRUST];   /* by slot: the tag of the loop trusted there, or 0 */
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -175,7 +184,12 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* cyclehook.c, counted mode */
 void pk_counted_wake(pk_state *s);
 /* idle.c */
-int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end);
+int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag);
+uint32_t pk_trust_tag(uint32_t t, uint32_t end);
+void pk_trust_grant(pk_state *s, uint32_t t, uint32_t end);
+int pk_trusted(const pk_state *s, uint32_t tag);
+uint32_t *pk_trust_gate(pk_state *s, uint32_t tag);
+void pk_trust_expire(pk_state *s);
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
                   uint32_t insns);
