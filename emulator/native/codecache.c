@@ -433,7 +433,7 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
             goto out;
         }
     }
-    blk->size = size;
+    blk->size = (uint16_t)size; /* (size <= MAX_BLOCK_BYTES, above) */
     blk->cost = cost;
     blk->insns = insns;
     blk->last_flags = (uint8_t)last_flags;
@@ -454,6 +454,16 @@ static int watch_needed(const pk_code *c) {
 }
 
 int pk_code_watch_needed(const pk_code *c) { return watch_needed(c); }
+
+const pk_block *pk_code_hit(const pk_code *c, uint32_t start, uint32_t size) {
+    uint32_t mask = c->cap - 1, i = (start >> 1) & mask;
+    for (;;) {
+        const pk_block *b = &c->table[i];
+        if (b->start == start) return b->size == size ? b : NULL;
+        if (b->start == PK_NONE) return NULL;
+        i = (i + 1) & mask;
+    }
+}
 
 const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
                               pk_block *scratch, int *err, int *watch) {

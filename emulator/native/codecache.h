@@ -23,19 +23,19 @@
 /* Unicorn's uc_mem_read (uc_err uc_mem_read(uc_engine *, uint64_t, void *, uint64_t)). */
 typedef int (*pk_code_read_fn)(void *uc, uint64_t address, void *bytes, uint64_t size);
 
-typedef struct {
+typedef struct { /* 32 bytes: two to a cache line */
     uint32_t start;       /* block start address; PK_NONE for a free slot */
-    uint32_t size;        /* bytes */
+    uint16_t size;        /* bytes (at most MAX_BLOCK_BYTES) */
+    uint16_t check_n;
     uint32_t cost;        /* cycles, zero-wait-state table plus flash fetch wait states */
     uint32_t insns;
     uint32_t check_first; /* alignment checks: [check_first, check_first + check_n) */
-    uint16_t check_n;
     uint8_t last_flags;   /* flags of the block's last instruction */
     uint8_t program;      /* 1: the checks are an alignment program (unaligned.h), check_n operations */
-    uint8_t mode;         /* counted mode: 0 not yet known, 1 plain, 2 inside an idle-candidate loop */
-    uint8_t pad[3];
+    uint8_t mode;         /* 0 not yet known, 1 plain, 2 inside a loop the idle check follows */
+    uint8_t pad;
     uint32_t undef_off;   /* byte offset of the first UNDEFINED instruction, or PK_NONE */
-    uint32_t trust_tag;   /* with mode 2: the one idle-candidate loop it lies in (idle.c), or 0 */
+    uint32_t trust_tag;   /* with mode 2: the one such loop it lies in (idle.c), or 0 */
 } pk_block;
 
 /* One alignment check: address = reg a + reg b + off at block entry (-1: no register). */
@@ -79,6 +79,8 @@ int pk_code_written(pk_code *c, uint32_t addr, uint32_t len);
  * index of a writable region whose write watch no longer covers its cached code. */
 const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
                               pk_block *scratch, int *err, int *watch);
+/* The cached block [start, start + size), or NULL: nothing decoded, nothing changed. */
+PK_INTERNAL const pk_block *pk_code_hit(const pk_code *c, uint32_t start, uint32_t size);
 const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
 /* A block's alignment program (b->program set), and the memory programs read. */
 PK_INTERNAL const pk_aop *pk_code_program(const pk_code *c, const pk_block *b);

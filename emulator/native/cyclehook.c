@@ -65,6 +65,20 @@ static int align_program(pk_state *s, void *uc, const pk_block *blk) {
     return 1;
 }
 
+/* A block's register alignment checks (not a program) against the registers now:
+ * whether they all pass. */
+static int checks_pass(pk_state *s, const pk_block *blk) {
+    uint32_t regs[16], have = 0;
+    const pk_check *c = pk_code_checks(s->code, blk);
+    for (uint32_t i = 0; i < blk->check_n; i++, c++) {
+        uint32_t addr = (uint32_t)c->off;
+        if (c->a >= 0) addr += pk_reg_cached(s, c->a, regs, &have);
+        if (c->b >= 0) addr += pk_reg_cached(s, c->b, regs, &have);
+        if (addr & c->mask) return 0;
+    }
+    return 1;
+}
+
 /* The block's counted mode (1 plain, 2 inside a loop the idle check follows) and the
  * trust tag of its loop (idle.c), decided once per cached block. */
 static uint32_t block_mode(pk_state *s, const pk_block *blk, const pk_block *scratch, uint32_t a, uint32_t size,
@@ -89,12 +103,13 @@ static void trust_epoch(pk_state *s) {
 /* The work at a block start. ``counted``: the engine's generated code has already
  * added the previous block's cycles and instructions (uc_block_account, docs/engine.md)
  * and applied its not-taken adjustment; the rest is the same. */
-static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int counted) {
-    /* The block's totals: cached, or decoded from guest memory now (codecache.c). */
+static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int counted, const pk_block *hit) {
+    /* The block's totals: cached (``hit``: already looked up), or decoded from guest
+     * memory now (codecache.c). */
     pk_block scratch;
-    int err, watch;
+    int err = 0, watch = -1;
     uint32_t tag = 0, mode = 0;
-    const pk_block *blk = pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
+    const pk_block *blk = hit ? hit : pk_code_block(s->code, uc, a, size, (int)s->align_enabled, &scratch, &err, &watch);
     if (blk) mode = block_mode(s, blk, &scratch, a, size, &tag);
     if (s->span_hi && !(s->span_lo <= a && a + size <= s->span_hi)) {
         /* Leaving the span of a loop decided for this entry: followed again. */
@@ -247,8 +262,38 @@ admitted:
     s->ring[s->ring_pos++ % RING] = a;
 }
 
+/* The stock wheel's block hook. The common block start (the block before it ran to
+ * its end, nothing is due, the block is cached, its checks pass, the idle check does
+ * not follow it) only commits and records; block_start does the same and all the
+ * rest (and reports a check that fails). */
 void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
-    block_start(uc, (uint32_t)address, size, s, 0);
+    uint32_t a = (uint32_t)address;
+    const pk_block *blk = NULL;
+    if (s->cur_valid && !(s->cur_flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) && s->native_on && !s->irq_check &&
+        !s->fetch_ws && (blk = pk_code_hit(s->code, a, size)) != NULL && blk->mode && !blk->program &&
+        blk->undef_off == PK_NONE && !s->span_hi && s->align_skip_start != a &&
+        (blk->mode != 2 || pk_trusted(s, blk->trust_tag))) {
+        uint64_t cycles = s->cycles + s->cur_cost - ((s->cur_flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);
+        if (cycles < s->native_min && cycles < s->deadline && cycles < s->trust_end &&
+            s->trust_end - cycles <= PK_TRUST_CYCLES && (!blk->check_n || checks_pass(s, blk))) {
+            s->cycles = cycles;
+            s->insns += s->cur_insns;
+            s->blocks += 1;
+            s->prev_valid = 1;
+            s->prev_end = s->cur_end;
+            s->prev_flags = s->cur_flags;
+            s->align_skip_start = 0xFFFFFFFFu;
+            s->cur_mode = blk->mode;
+            s->cur_start = a;
+            s->cur_end = a + size;
+            s->cur_cost = blk->cost;
+            s->cur_insns = blk->insns;
+            s->cur_flags = blk->last_flags;
+            s->ring[s->ring_pos++ % RING] = a;
+            return;
+        }
+    }
+    block_start(uc, a, size, s, 0, blk);
 }
 
 /* ------------------------------------------------------------------ counted mode */
@@ -275,7 +320,7 @@ static void counted_limit(pk_state *s) {
 }
 
 void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *s) {
-    block_start(uc, (uint32_t)address, size, s, 1);
+    block_start(uc, (uint32_t)address, size, s, 1, NULL);
     counted_limit(s);
 }
 

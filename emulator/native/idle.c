@@ -76,14 +76,12 @@ uint32_t pk_trust_tag(uint32_t t, uint32_t end) {
     return h | 1u;
 }
 
-static uint32_t trust_slot(uint32_t tag) { return (tag >> 1) & (PK_TRUST - 1); }
+static uint32_t trust_slot(uint32_t tag) { return (tag >> 1) & (PK_TRUST - 1); } /* (as pk_trusted) */
 
 void pk_trust_grant(pk_state *s, uint32_t t, uint32_t end) {
     uint32_t tag = pk_trust_tag(t, end);
     s->trust[trust_slot(tag)] = tag;
 }
-
-int pk_trusted(const pk_state *s, uint32_t tag) { return tag != 0 && s->trust[trust_slot(tag)] == tag; }
 
 uint32_t *pk_trust_gate(pk_state *s, uint32_t tag) { return &s->trust[trust_slot(tag)]; }
 

@@ -168,7 +168,7 @@ typedef struct {
 #define PK_NO_EVENT UINT64_MAX
 
 /* state.c: what all of the native core shares */
-uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have);
+PK_INTERNAL uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have);
 void pk_commit_block(pk_state *s);
 uint32_t pk_access_offset(pk_state *s, uint32_t addr);
 uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns);
@@ -187,9 +187,12 @@ void pk_counted_wake(pk_state *s);
 int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag);
 uint32_t pk_trust_tag(uint32_t t, uint32_t end);
 void pk_trust_grant(pk_state *s, uint32_t t, uint32_t end);
-int pk_trusted(const pk_state *s, uint32_t tag);
 uint32_t *pk_trust_gate(pk_state *s, uint32_t tag);
 void pk_trust_expire(pk_state *s);
+/* Whether the loop with this tag is trusted now (tag 0: no loop, never). */
+static inline int pk_trusted(const pk_state *s, uint32_t tag) {
+    return tag != 0 && s->trust[(tag >> 1) & (PK_TRUST - 1)] == tag;
+}
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
                   uint32_t insns);
