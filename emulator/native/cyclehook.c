@@ -65,6 +65,14 @@ static int align_program(pk_state *s, void *uc, const pk_block *blk) {
     return 1;
 }
 
+/* Whether a block's alignment program finds nothing to stop for (it changes nothing). */
+static int program_passes(pk_state *s, void *uc, const pk_block *blk) {
+    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr, s->id_msp, s->id_psp};
+    uint32_t pc = 0, addr = 0;
+    return pk_align_run(pk_code_program(s->code, blk), blk->check_n, pk_code_memory(s->code), &regs, &pc, &addr) ==
+           PK_ALIGN_OK;
+}
+
 /* A block's register alignment checks (not a program) against the registers now:
  * whether they all pass. */
 static int checks_pass(pk_state *s, const pk_block *blk) {
@@ -270,12 +278,13 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     uint32_t a = (uint32_t)address;
     const pk_block *blk = NULL;
     if (s->cur_valid && !(s->cur_flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) && s->native_on && !s->irq_check &&
-        !s->fetch_ws && (blk = pk_code_hit(s->code, a, size)) != NULL && blk->mode && !blk->program &&
+        !s->fetch_ws && (blk = pk_code_hit(s->code, a, size)) != NULL && blk->mode &&
         blk->undef_off == PK_NONE && !s->span_hi && s->align_skip_start != a &&
         (blk->mode != 2 || pk_trusted(s, blk->trust_tag))) {
         uint64_t cycles = s->cycles + s->cur_cost - ((s->cur_flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);
         if (cycles < s->native_min && cycles < s->deadline && cycles < s->trust_end &&
-            s->trust_end - cycles <= PK_TRUST_CYCLES && (!blk->check_n || checks_pass(s, blk))) {
+            s->trust_end - cycles <= PK_TRUST_CYCLES &&
+            (blk->program ? program_passes(s, uc, blk) : !blk->check_n || checks_pass(s, blk))) {
             s->cycles = cycles;
             s->insns += s->cur_insns;
             s->blocks += 1;
