@@ -95,6 +95,20 @@ def test_the_same_seed_gives_the_same_traces_on_any_number_of_workers(elf, tmp_p
                           np.load(b.with_suffix(".inputs.npz"))["in_aes_pt"])
 
 
+def test_a_dask_cluster_gives_the_tvla_of_one_process(elf, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    common = ["tvla", elf("aes"), "--window", "aes_round#1", "--fixed", f"aes_pt={PT}", "--random", "aes_pt",
+              "--traces", 40, "--noise", 5, "--seed", 3, "-q"]
+    assert run([*common, "--json", tmp_path / "one.json"]) == 1
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster:
+        assert run([*common, "--engine", "dask", "--scheduler", cluster.scheduler_address,
+                    "--json", tmp_path / "d.json"]) == 1
+    one, dask = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "d"))
+    assert (one["max_abs_t"], one["leaking_samples"], one["max_at"]) == (dask["max_abs_t"], dask["leaking_samples"],
+                                                                         dask["max_at"])
+
+
 def test_a_riscure_trace_set_holds_the_same_traces(elf, tmp_path):
     trsfile = pytest.importorskip("trsfile")
     out = tmp_path / "t.npy"
