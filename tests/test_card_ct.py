@@ -7,8 +7,8 @@ Ed25519 signing (PSO:COMPUTE DIGITAL SIGNATURE), Ed25519 INTERNAL AUTHENTICATE, 
 cv25519 and P-256 (PSO:DECIPHER), and on-card key generation from the TRNG, each run the
 same blocks, memory addresses, PKA operations and cycles up to the answer for random
 keys; a secret that does decide a branch (the slot's key status) is found and named;
-the secret's offset and the TRNG seed reach the machine; bad secrets and APDU files
-get one line and their exit code.
+the secret's offset and the TRNG seed reach the machine; bad secrets, APDU files and
+state files get one line and their exit code.
 """
 
 from __future__ import annotations
@@ -61,9 +61,10 @@ def states(tmp_path_factory) -> dict[str, tuple[Path, dict[str, int]]]:
     out = {}
     for name, keys in (("p256", {"sig": p256_key(1), "dec": x_key(1), "aut": ed_key(1)}),
                        ("ed", {"sig": ed_key(2), "dec": p256_key(2)})):
+        path = tmp_path_factory.mktemp("state") / f"{name}.state"
         m = Machine(load_config())
         m.load(CARD)
-        session = CardSession(m)
+        session = CardSession(m, state=path)
         session.attach()
         session.power_on()
         host = OpenPgpHost(session)
@@ -77,8 +78,7 @@ def states(tmp_path_factory) -> dict[str, tuple[Path, dict[str, int]]]:
             raw = raw[::-1] if isinstance(key, x25519.X25519PrivateKey) else raw  # kept as RFC 7748 orders it
             assert state.count(raw) == 1
             offsets[slot] = state.index(raw)
-        path = tmp_path_factory.mktemp("state") / f"{name}.state"
-        path.write_bytes(state)
+        session.save_state()
         out[name] = (path, offsets)
     return out
 
@@ -117,7 +117,7 @@ def passes(capsys, *argv, inputs: int = 3) -> dict:
 
 def key_secret(states, state: str, slot: str) -> list:
     path, offsets = states[state]
-    return ["--load", f"card_state={path}", "--secret", f"card_state+{offsets[slot]}=bytes:32"]
+    return ["--state", path, "--secret", f"card_state+{offsets[slot]}=bytes:32"]
 
 
 # --------------------------------------------------------------------------- the card's ECC operations
@@ -157,7 +157,7 @@ def test_ecdh_p256_decipher_is_constant_time_in_the_private_scalar(capsys, tmp_p
                          ids=["p256", "ed25519", "cv25519"])
 def test_on_card_key_generation_is_constant_time_in_the_trng_stream(capsys, tmp_path, states, state, slot):
     session = apdus(tmp_path, SELECT, PW3, f"00478000000002{SLOT_CRT[slot]}000000")
-    doc = passes(capsys, "--load", f"card_state={states[state][0]}", "--secret", "@trng", "--apdus", session)
+    doc = passes(capsys, "--state", states[state][0], "--secret", "@trng", "--apdus", session)
     assert doc["secrets"] == ["@trng"] and doc["runs"][0]["pka"] > 2_000
 
 
@@ -171,7 +171,7 @@ def test_a_secret_that_decides_a_branch_is_found_in_the_card_session(capsys, tmp
     (inputs / "1-imported").write_bytes(b"\x02")
     (inputs / "2-none").write_bytes(b"\x00")
     session = apdus(tmp_path, SELECT, PW1_SIGN, command("2A9E9A", bytes(32)))
-    code, doc, err = ct_check(capsys, "--load", f"card_state={path}", "--secret", f"card_state+{present}",
+    code, doc, err = ct_check(capsys, "--state", path, "--secret", f"card_state+{present}",
                               "--inputs", inputs, "--apdus", session)
     assert code == 1 and doc["verdict"] == "divergence"
     assert [r["status_words"][-1] for r in doc["runs"]] == ["9000", "6A88"]
@@ -183,19 +183,20 @@ def test_a_secret_that_decides_a_branch_is_found_in_the_card_session(capsys, tmp
 # --------------------------------------------------------------------------- the secrets themselves
 
 def checker(tmp_path, secret: str, states) -> Checker:
-    args = Namespace(config=None, firmware=str(CARD), load=[("card_state", str(states["p256"][0]))],
-                     secret=[ctinputs.parse_secret(secret)], max_cycles=None, host_dir=None, apdus=None)
+    session = apdus(tmp_path, SELECT)
+    args = Namespace(config=None, firmware=str(CARD), load=[], state=str(states["p256"][0]), apdus=str(session),
+                     secret=[ctinputs.parse_secret(secret)], max_cycles=None, host_dir=None)
     return Checker(args)
 
 
-def test_a_secret_at_an_offset_is_written_there_over_the_loaded_object(tmp_path, states):
+def test_a_secret_at_an_offset_is_written_there_over_the_loaded_state(tmp_path, states):
     offset = states["p256"][1]["sig"]
     c = checker(tmp_path, f"card_state+{offset}=bytes:32", states)
     m = c.machine(ctinputs.Input("x", {f"card_state+0x{offset:x}": b"\xaa" * 32}))
     state = m.read_symbol("card_state", initial=True)
+    loaded = states["p256"][0].read_bytes()[:len(state)]  # the file: card_state, then its checksum
     assert state[offset:offset + 32] == b"\xaa" * 32
-    assert state[:offset] + state[offset + 32:] == (lambda s: s[:offset] + s[offset + 32:])(
-        states["p256"][0].read_bytes())  # the rest is the loaded state
+    assert state[:offset] + state[offset + 32:] == loaded[:offset] + loaded[offset + 32:]
 
 
 def test_the_trng_secret_seeds_the_trng(tmp_path, states):
@@ -219,6 +220,22 @@ def test_a_bad_secret_is_one_line_and_its_exit_code(capsys, tmp_path, secret, co
     assert got == code
     assert text in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 or got == 64
+
+
+def test_a_damaged_state_file_is_refused_before_any_run(capsys, tmp_path, states):
+    damaged = tmp_path / "damaged.state"
+    data = bytearray(states["p256"][0].read_bytes())
+    data[states["p256"][1]["sig"]] ^= 1  # one bit of the signature key
+    damaged.write_bytes(bytes(data))
+    code, doc, err = ct_check(capsys, "--state", damaged, "--secret", "@trng", "--random", 2,
+                              "--apdus", apdus(tmp_path, SELECT))
+    assert code == 65 and doc is None
+    assert "the card state is damaged" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_state_file_without_a_card_session_is_a_usage_error(capsys, tmp_path, states):
+    code, _, err = ct_check(capsys, "--state", states["p256"][0], "--secret", "@trng", "--random", 2)
+    assert code == 64 and "--apdus" in err
 
 
 @pytest.mark.parametrize("content, code, text", [("", 65, "no APDU"), ("00A4 zz\n", 65, "not hex"), (None, 66, "no such")])

@@ -20,6 +20,7 @@ import io
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from capstone import CS_ARCH_ARM, CS_MODE_THUMB, Cs
@@ -29,7 +30,7 @@ from rich.table import Table
 from pkasim.analysis import ctinputs
 from pkasim.analysis.cthash import CK_SHIFT, STREAMS, CtHash, Digest, Event, Rec
 from pkasim.analysis.srclines import SourceLines
-from pkasim.base.errors import LoadError, PkasimError, UsageError
+from pkasim.base.errors import InputMissingError, LoadError, PkasimError, UsageError
 from pkasim.chip.config import DEFAULT_CHIP, ChipConfig, load_config
 from pkasim.chip.loader import Image, load_image
 from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, parse_int, read_file, setup_semihosting, symbol_file, write_text
@@ -38,6 +39,7 @@ from pkasim.cli.report import exit_code_for
 from pkasim.core.machine import Machine
 from pkasim.core.results import Stop, StopReason
 from pkasim.rsa.rsakey import KEY_SIZE
+from pkasim.usb.session import STATE_SYMBOL, read_state_file
 
 STREAM_TITLES = {"flow": "control flow", "mem": "memory addresses", "pka": "PKA operations"}
 STREAM_UNITS = {"flow": "events", "mem": "accesses", "pka": "operations"}
@@ -79,6 +81,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--apdus", metavar="FILE",
                    help="a card image: each run is a USB card session (enumeration, IccPowerOn, then these "
                         "APDUs, one hex line each) ending at the last answer, not a run to exit")
+    p.add_argument("--state", metavar="FILE",
+                   help="with --apdus: the card's state file (as pkasim card, apdu and sign write it), loaded "
+                        "before each run; a secret at an offset in card_state is written over it")
     p.add_argument("--json", metavar="FILE", help="write the verdict as JSON ('-' for stdout)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only a divergence or an error")
 
@@ -113,6 +118,16 @@ class Checker:
         self.config: ChipConfig = load_config(args.config) if args.config else load_config()
         self.image: Image = load_image(args.firmware, self.config)
         self.fixed: list[tuple[str, bytes]] = []
+        if args.state is not None:
+            if not args.apdus:
+                raise UsageError("--state is the state file of a card image: give the session with --apdus")
+            if not Path(args.state).exists():
+                raise InputMissingError(f"{args.state}: no such file")
+            size = self.image.extent(STATE_SYMBOL, self.config)[1]
+            magic = Machine(self.config)
+            magic.load(self.image)
+            self.fixed.append((STATE_SYMBOL, read_state_file(Path(args.state), size,
+                                                             magic.read_symbol(STATE_SYMBOL, 4, initial=True))))
         for symbol, path in args.load:
             _, room, _ = self.image.extent(symbol, self.config)
             self.fixed.append((symbol, read_file(path, room, f"the size of '{symbol}'")))
