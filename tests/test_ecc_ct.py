@@ -52,7 +52,7 @@ def test_pka_image_is_constant_time_in_the_private_key(capsys, tmp_path, elf, op
     assert doc["runs"][0]["pka"] > 1_000  # the scalar multiplication ran on the PKA
 
 
-@pytest.mark.parametrize("op", [Op.P256_SIGN, Op.X25519, Op.ED25519_SIGN], ids=lambda op: op.name.lower())
+@pytest.mark.parametrize("op", list(PUBLIC), ids=lambda op: op.name.lower())
 def test_software_image_is_constant_time_in_the_private_key(capsys, tmp_path, elf, op):
     doc = ct_check(capsys, tmp_path, elf("ecc_soft"), op, 2)
     assert doc["verdict"] == "identical" and all(doc["identical"].values())
