@@ -2,12 +2,12 @@
 
 Every operation against the ``cryptography`` package on 100 random keys and messages
 each (one loaded image, ecc_dispatch called again and again: pkasim.ecc.image), the
-published vectors (RFC 7748 for X25519, RFC 8032 TEST 1-3 for Ed25519, RFC 6979 A.2.5
-and NIST CAVP for P-256: KAS ECC CDH COUNT 0-4, the 75 P-256 SigVer vectors), each bad
-input the RFCs and SEC 1 reject, the software build
-(the same C, no PKA) on fewer keys, the strict PKA, constant time (the same cycles for
-every key here; `pkasim ct-check` in tests/test_ecc_ct.py) and the issue's cycle
-targets on the default chip (modeled: no wall clock).
+published vectors (RFC 7748 for X25519, 1,000 iterations included, RFC 8032 TEST 1-3,
+1024 and SHA(abc) for Ed25519, RFC 6979 A.2.5 and NIST CAVP for P-256: KAS ECC CDH COUNT
+0-4, the 75 P-256 SigVer vectors), each bad input the RFCs and SEC 1 reject, the
+software build (the same C, no PKA) on fewer keys, the strict PKA, constant time (the
+same cycles for every key here; `pkasim ct-check` in tests/test_ecc_ct.py) and the
+issue's cycle targets on the default chip (modeled: no wall clock).
 """
 
 from __future__ import annotations
@@ -298,8 +298,32 @@ def test_x25519_gives_the_rfc7748_vectors(pka, k, u, out):
     assert r.ok and r.out.hex() == out
 
 
-@pytest.mark.parametrize("seed, pub, msg, sig", RFC8032)
+def test_x25519_gives_the_rfc7748_vector_after_1000_iterations(pka):
+    """RFC 7748 5.2: k = u = 9, then k, u = X25519(k, u), k; after 1,000 iterations."""
+    k = u = bytes([9]) + bytes(31)
+    for _ in range(1000):
+        r = pka.run(Op.X25519, key=k, peer=u)
+        assert r.ok
+        k, u = r.out, k
+    assert k.hex() == "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51"
+
+
+def rfc8032_more() -> list[tuple[str, str, str, str]]:
+    """RFC 8032 7.1's TEST 1024 (a 1023-byte message, tests/data) and TEST SHA(abc)."""
+    fields = dict(line.split(": ", 1) for line in (Path(__file__).resolve().parent / "data" /
+                  "rfc8032_test1024.txt").read_text().splitlines() if ": " in line and not line.startswith("#"))
+    return [(fields["SECRET KEY"], fields["PUBLIC KEY"], fields["MESSAGE"], fields["SIGNATURE"]),
+            ("833fe62409237b9d62ec77587520911e9a759cec1d19755b7da901b96dca3d42",
+             "ec172b93ad5e563bf4932c70e1245034c35467ef2efd4d64ebf819683467e2bf", hashlib.sha512(b"abc").hexdigest(),
+             "dc2a4459e7369633a52b1bf277839a00201009a3efbf3ecb69bea2186c26b589"
+             "09351fc9ac90b3ecfdfbc7c66431e0303dca179c138ac17ad9bef1177331a704")]
+
+
+@pytest.mark.parametrize("seed, pub, msg, sig", RFC8032 + rfc8032_more(),
+                         ids=["test1", "test2", "test3", "test1024", "test_sha_abc"])
 def test_ed25519_gives_the_rfc8032_vectors(pka, seed, pub, msg, sig):
+    key = ed25519.Ed25519PrivateKey.from_private_bytes(bytes.fromhex(seed))
+    assert key.sign(bytes.fromhex(msg)).hex() == sig  # the vector as transcribed is `cryptography`'s too
     assert pka.run(Op.ED25519_PUBLIC, key=bytes.fromhex(seed)).out.hex() == pub
     assert pka.run(Op.ED25519_SIGN, key=bytes.fromhex(seed), msg=bytes.fromhex(msg)).out.hex() == sig
     assert pka.run(Op.ED25519_VERIFY, peer=bytes.fromhex(pub), msg=bytes.fromhex(msg), sig=bytes.fromhex(sig)).ok
