@@ -238,6 +238,12 @@ def test_a_state_file_without_a_card_session_is_a_usage_error(capsys, tmp_path, 
     assert code == 64 and "--apdus" in err
 
 
+def test_a_cycle_budget_for_a_card_session_is_a_usage_error(capsys, tmp_path, states):
+    code, _, err = ct_check(capsys, "--state", states["p256"][0], "--secret", "@trng", "--random", 2,
+                            "--apdus", apdus(tmp_path, SELECT), "--max-cycles", 1000)
+    assert code == 64 and "10 s of host time" in err
+
+
 @pytest.mark.parametrize("content, code, text", [("", 65, "no APDU"), ("00A4 zz\n", 65, "not hex"), (None, 66, "no such")])
 def test_a_bad_apdu_file_is_one_line_and_its_exit_code(capsys, tmp_path, content, code, text):
     path = tmp_path / "s.apdu"

@@ -131,6 +131,8 @@ class Checker:
         for symbol, path in args.load:
             _, room, _ = self.image.extent(symbol, self.config)
             self.fixed.append((symbol, read_file(path, room, f"the size of '{symbol}'")))
+        if args.apdus and args.max_cycles is not None:
+            raise UsageError("--max-cycles: a card session (--apdus) has its own limit, 10 s of host time a command")
         self.apdus: list[bytes] | None = read_apdus(args.apdus) if args.apdus else None
         self.rooms: dict[str, int] = {}
         for secret in args.secret:
