@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pkasim.base import limits
+
 THRESHOLD = 4.5  # TVLA's |t| threshold (Goodwill et al.; ISO/IEC 17825)
 
 
@@ -101,7 +103,7 @@ def welch_t(a: Moments, b: Moments, order: int = 1) -> np.ndarray:
 
 # ---------------------------------------------------------------------- bivariate
 
-MAX_PAIRS = 1 << 20  # pairs of samples a bivariate test keeps (4 x 8 MiB of co-moments per group)
+MAX_PAIRS = limits.POWER_PAIRS_MAX  # pairs of samples a bivariate test keeps (4 x 8 MiB of co-moments per group)
 
 
 @dataclass(frozen=True)
