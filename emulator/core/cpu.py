@@ -173,6 +173,21 @@ class Core:
         if err:
             raise UcError(err)
 
+    def count_reads(self, begin: int, last: int, cost: int) -> bool:
+        """pkasim's engine (patch 9): every data load from [begin, last] adds ``cost``
+        to the cycle count in the generated code, no hook called, the same loads a
+        memory hook there would see. False when the range does not suit it (its
+        start not a multiple of 8): the caller installs the hook instead."""
+        if begin % 8:
+            return False
+        fn = _ucmod.uclib.uc_mem_read_cost_set
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p]
+        err = fn(self.uch, begin, last, cost, ctypes.addressof(self.state) + native.PkState.cycles.offset)
+        if err:
+            raise UcError(err)
+        return True
+
     def use_own_tlb(self) -> None:
         """Fill the engine's TLB natively (tlb.c): data pages without execute
         permission, so that stores to RAM take the engine's fast path (the engine

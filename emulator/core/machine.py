@@ -110,7 +110,10 @@ class Machine:
         else:
             core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
         if flash.wait_states:
-            core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
+            # Flash data reads cost the wait states: counted by the engine's generated
+            # code (patch 9, no hook call), else by a native memory hook on flash.
+            if not (engine.patched() and core.count_reads(flash.base, flash.end - 1, flash.wait_states)):
+                core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
 
     def _setup_native_exceptions(self) -> None:
         """The common exception path in C (excmodel.c): entry, return, WFI sleep."""

@@ -249,6 +249,7 @@ void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *
 /* Unicorn's uc_block_cost (the engine's patch 5). */
 typedef struct {
     uint32_t cost, insns, flags, not_taken, mode, hook_next;
+    uint32_t entry_cost, seq_mask, seq_value; /* patch 10: a cost unless entered sequentially */
 } pk_block_cost_t;
 
 /* At translation: what the engine's generated code counts for the block
@@ -273,12 +274,18 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
      * the fall-through of its B<cond> takes the not-taken cycles off */
     c->not_taken = (blk->last_flags & PK_F_COND) ? s->cond_penalty : 0;
     c->hook_next = (blk->last_flags & PK_F_IRQCHK) ? 1 : 0;
+    /* With flash wait states, a block at the upper half of a flash word costs the
+     * fetch of that word unless it continues the block before sequentially (the
+     * fetch rule, as block_start applies it): the generated code decides from the
+     * record of the block before (patch 10), or calls the hook when there is none. */
+    if (s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end) {
+        c->entry_cost = s->fetch_ws;
+        c->seq_mask = PK_F_COND | PK_F_BRANCH;
+        c->seq_value = PK_F_BRANCH; /* sequential: a conditional branch's fall-through, or no branch */
+    }
     /* The hook at every start: an instruction ARMv6-M lacks, pkasim's own alignment
-     * checks, code the write watch must cover first; and, with flash wait states, a
-     * block at the upper half of a flash word, whose cost depends on how it was
-     * entered (the fetch rule, in the hook; the block before is in the record). */
-    int fetch_rule = s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end;
-    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n || fetch_rule) c->mode = 1; /* UC_BLOCK_HOOK */
+     * checks, code the write watch must cover first. */
+    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n) c->mode = 1; /* UC_BLOCK_HOOK */
     else c->mode = mode == 2 ? 2 : 0; /* UC_BLOCK_SPAN or UC_BLOCK_INLINE */
     return 1;
 }
