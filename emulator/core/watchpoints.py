@@ -153,6 +153,7 @@ class Watchpoints:
         # count there); its accesses pass while the count has not moved on.
         self.skip: tuple[int, int] | None = None
         self._hooks: dict[Watchpoint, list[object]] = {}
+        self._multi: dict[bytes, bool] = {}  # block code -> holds an LDM/STM/PUSH/POP
 
     @property
     def all(self) -> list[Watchpoint]:
@@ -240,8 +241,34 @@ class Watchpoints:
         except Exception:  # noqa: BLE001 - code the debugger cannot read: judge the access alone
             return 0
 
+    def _below_all(self, address: int, size: int) -> bool:
+        """The access lies wholly in the ``REACH`` bytes below every watched range and
+        the recorded block holds no multiple access (LDM/STM/PUSH/POP), so it cannot
+        be the first access of one reaching a range: nothing to do. Cheap, for a
+        store loop next to a watched word (its hook is called for each store there)."""
+        s = self.core.state
+        if not s.cur_valid or any(address + size > w.address for w in self._hooks):
+            return False
+        try:
+            code = bytes(self.core.uc.mem_read(s.cur_start, s.cur_end - s.cur_start))
+        except Exception:  # noqa: BLE001 - unreadable code: the full search decides
+            return False
+        multi = self._multi.get(code)
+        if multi is None:
+            multi, at = False, 0
+            while at + 2 <= len(code):
+                hw = int.from_bytes(code[at:at + 2], "little")
+                multi = multi or hw & 0xF600 == 0xB400 or hw & 0xF000 == 0xC000  # PUSH/POP, STM/LDM
+                at += instruction_size(hw)
+            if len(self._multi) > 4096:
+                self._multi.clear()
+            self._multi[code] = multi
+        return not multi
+
     def _hook(self, uc: Uc, access: int, address: int, size: int, value: int, _: object) -> None:
         if self.mode == OFF or self.hit is not None:
+            return
+        if self._below_all(address, size):
             return
         core = self.core
         write = access == UC_MEM_WRITE
