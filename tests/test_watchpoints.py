@@ -187,3 +187,18 @@ def test_a_load_in_the_middle_of_a_translated_block_is_found_exactly(make_machin
     assert result.reason == StopReason.WATCHPOINT and m.describe(result.watch.pc).startswith("crt_exp+")
     ref = forward_reference(make, result.watch.pc, m.instructions)
     assert (ref.cycles, ref.instructions, ref.registers()) == (m.cycles, m.instructions, m.registers())
+
+
+def test_stores_just_below_a_watched_word_do_not_stop_the_run(compute):
+    """compute.elf's checksum word follows its product array, whose last words lie in the
+    bytes below the range the hook covers (for multiple stores reaching it); the run
+    stops only where the checksum itself is written."""
+    m = compute()
+    m.write_symbol("iterations", (2).to_bytes(4, "little"))
+    checksum = m.image.symbol("compute_checksum").address
+    w = m.add_watchpoint("compute_checksum", 4, "write")
+    hits = []
+    while (r := m.run(max_cycles=10**8)).reason == StopReason.WATCHPOINT:
+        hits.append(r.watch.address)
+    assert r.reason == StopReason.EXIT and r.exit_code == 0
+    assert hits and set(hits) == {checksum} and w.address == checksum

@@ -25,11 +25,14 @@ must lie in memory; the machine refuses others).
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, Uc
 from unicorn import arm_const as A
+from unicorn.unicorn_py3 import unicorn as _ucmod
+from unicorn.unicorn_py3.unicorn import HOOK_MEM_ACCESS_CFUNC, uccallback
 
 from pkasim.base.errors import UsageError
 from pkasim.core.cpu import REG_IDS, Core
@@ -39,6 +42,12 @@ REACH = 36  # bytes: the longest multiple access (PUSH {r0-r7, lr}) starts this 
 
 # Modes of the hook: stop the engine at a hit, only note it (stepping), or ignore all.
 STOP, RECORD, OFF = "stop", "record", "off"
+
+
+class _WatchHook(ctypes.Structure):
+    """cyclehook.c pk_watch_hook_t: the machine's state, the Python hook, the range's start."""
+
+    _fields_ = [("s", ctypes.c_void_p), ("py", ctypes.c_void_p), ("first", ctypes.c_uint32)]
 
 
 @dataclass(frozen=True)
@@ -152,8 +161,9 @@ class Watchpoints:
         # Resuming from a stop before an instruction: (its address, the instruction
         # count there); its accesses pass while the count has not moved on.
         self.skip: tuple[int, int] | None = None
-        self._hooks: dict[Watchpoint, list[object]] = {}
-        self._multi: dict[bytes, bool] = {}  # block code -> holds an LDM/STM/PUSH/POP
+        self._hooks: dict[Watchpoint, list[object]] = {}  # its _WatchHook, then its native hooks
+        self._py_hook = uccallback(core.uc, HOOK_MEM_ACCESS_CFUNC)(
+            lambda uc, access, address, size, value, _key: self._hook(uc, access, address, size, value, None))
 
     @property
     def all(self) -> list[Watchpoint]:
@@ -175,11 +185,13 @@ class Watchpoints:
             return w
         uc = self.core.uc
         lo = max(0, address - REACH)
-        hooks = []
-        if kind != "read":
-            hooks.append(uc.hook_add(UC_HOOK_MEM_WRITE, self._hook, begin=lo, end=w.end - 1))
-        if kind != "write":
-            hooks.append(uc.hook_add(UC_HOOK_MEM_READ, self._hook, begin=lo, end=w.end - 1))
+        # A native hook (cyclehook.c pk_watch_hook) calls _hook, except for an access
+        # below the range in a block without LDM/STM/PUSH/POP.
+        data = _WatchHook(ctypes.addressof(self.core.state), ctypes.cast(self._py_hook, ctypes.c_void_p), address)
+        hooks: list[object] = [data]
+        for htype in ([UC_HOOK_MEM_WRITE] if kind != "read" else []) + ([UC_HOOK_MEM_READ] if kind != "write" else []):
+            hooks.append(self.core.add_native_hook(htype, self.core.lib.pk_watch_hook, lo, w.end - 1,
+                                                   ctypes.cast(ctypes.byref(data), ctypes.c_void_p)))
         self._hooks[w] = hooks
         uc.ctl_flush_tb()  # code translated before the hook would neither stop nor sync PC for it
         return w
@@ -190,8 +202,10 @@ class Watchpoints:
         hooks = self._hooks.pop(Watchpoint(address, size, kind), None)
         if hooks is None:
             return False
-        for h in hooks:
-            self.core.uc.hook_del(h)
+        for h in hooks[1:]:
+            _ucmod.uclib.uc_hook_del(self.core.uch, h)
+            if h in self.core._native_hooks:
+                self.core._native_hooks.remove(h)
         self.core.uc.ctl_flush_tb()
         return True
 
@@ -241,34 +255,8 @@ class Watchpoints:
         except Exception:  # noqa: BLE001 - code the debugger cannot read: judge the access alone
             return 0
 
-    def _below_all(self, address: int, size: int) -> bool:
-        """The access lies wholly in the ``REACH`` bytes below every watched range and
-        the recorded block holds no multiple access (LDM/STM/PUSH/POP), so it cannot
-        be the first access of one reaching a range: nothing to do. Cheap, for a
-        store loop next to a watched word (its hook is called for each store there)."""
-        s = self.core.state
-        if not s.cur_valid or any(address + size > w.address for w in self._hooks):
-            return False
-        try:
-            code = bytes(self.core.uc.mem_read(s.cur_start, s.cur_end - s.cur_start))
-        except Exception:  # noqa: BLE001 - unreadable code: the full search decides
-            return False
-        multi = self._multi.get(code)
-        if multi is None:
-            multi, at = False, 0
-            while at + 2 <= len(code):
-                hw = int.from_bytes(code[at:at + 2], "little")
-                multi = multi or hw & 0xF600 == 0xB400 or hw & 0xF000 == 0xC000  # PUSH/POP, STM/LDM
-                at += instruction_size(hw)
-            if len(self._multi) > 4096:
-                self._multi.clear()
-            self._multi[code] = multi
-        return not multi
-
     def _hook(self, uc: Uc, access: int, address: int, size: int, value: int, _: object) -> None:
         if self.mode == OFF or self.hit is not None:
-            return
-        if self._below_all(address, size):
             return
         core = self.core
         write = access == UC_MEM_WRITE

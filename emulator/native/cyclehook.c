@@ -296,6 +296,37 @@ void pk_flash_read_hook(void *uc, int type, uint64_t address, int size, int64_t 
     s->cycles += s->fetch_ws;
 }
 
+/* A watchpoint's memory hook (emulator/core/watchpoints.py): its range widened REACH
+ * bytes below, for the first access of an LDM/STM/PUSH/POP that reaches it. An
+ * access wholly below the range matters only as such a first access: when the block
+ * the cycle hook recorded holds none of them, return without calling Python (a store
+ * loop right below a watched word would otherwise call it at every store there). */
+typedef void (*pk_hookmem_fn)(void *uc, int type, uint64_t address, int size, int64_t value, void *user);
+typedef struct {
+    pk_state *s;
+    pk_hookmem_fn py; /* the Python hook */
+    uint32_t first;   /* the watched range's first byte */
+} pk_watch_hook_t;
+
+void pk_watch_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_watch_hook_t *w) {
+    pk_state *s = w->s;
+    if (address + (uint64_t)size <= w->first && s->cur_valid && s->cur_end > s->cur_start &&
+        s->cur_end - s->cur_start <= 4096) {
+        uint8_t code[4096];
+        uint32_t n = s->cur_end - s->cur_start, at = 0;
+        int multi = 0;
+        if (s->mem_read(uc, s->cur_start, code, n) == 0) {
+            while (at + 2 <= n && !multi) {
+                uint32_t hw = (uint32_t)code[at] | (uint32_t)code[at + 1] << 8;
+                multi = (hw & 0xF600) == 0xB400 || (hw & 0xF000) == 0xC000; /* PUSH/POP, STM/LDM */
+                at += hw >> 11 >= 0x1D ? 4 : 2;
+            }
+            if (!multi) return;
+        }
+    }
+    w->py(uc, type, address, size, value, NULL);
+}
+
 /* Guest stores to watched code (a UC_HOOK_MEM_WRITE over the code span of a
  * writable region, installed by emulator/core/codecache.py once code runs there). */
 void pk_code_write_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_state *s) {
