@@ -212,7 +212,7 @@ def test_a_watchpoint_leaves_the_cycle_count_unchanged_on_both_engines(build_dir
 
 
 # Watchpoints on pages with hot accesses: on pkasim's engine the generated code finds
-# the watched range by its address (patch 11) instead of sending the page to the slow
+# the watched range by its address (patch 12) instead of sending the page to the slow
 # path; each hit must stop at the same instruction and cycle as on the stock wheel.
 # (image, symbols, watched symbol, offset, bytes, kind, flash wait states)
 HOT_WATCHES = [

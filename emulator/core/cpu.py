@@ -174,7 +174,7 @@ class Core:
             raise UcError(err)
 
     def find_small_hooks_inline(self, max_bytes: int) -> bool:
-        """pkasim's engine (patch 11): memory hooks over at most ``max_bytes`` bytes (a
+        """pkasim's engine (patch 12): memory hooks over at most ``max_bytes`` bytes (a
         watchpoint, a small code write watch) are found by an address test in each
         access's generated code, as a core's watchpoint unit would, instead of sending
         every access to their pages through the slow path. Same hook calls. False
@@ -185,7 +185,7 @@ class Core:
         return fn(self.uch, max_bytes) == 0
 
     def count_reads(self, begin: int, last: int, cost: int) -> bool:
-        """pkasim's engine (patch 9): every data load from [begin, last] adds ``cost``
+        """pkasim's engine (patch 10): every data load from [begin, last] adds ``cost``
         to the cycle count in the generated code, no hook called, the same loads a
         memory hook there would see. False when the range does not suit it (its
         start not a multiple of 8): the caller installs the hook instead."""

@@ -50,7 +50,7 @@ __all__ = ["CALL_RETURN", "Fault", "Machine", "RunResult", "StopReason"]
 CALL_FRAME = 256  # bytes call() leaves above the callee's SP, as a caller's frame
 
 
-# Memory hooks over at most this many bytes are found inline on pkasim's engine (patch 11):
+# Memory hooks over at most this many bytes are found inline on pkasim's engine (patch 12):
 # a watchpoint's range widened by watchpoints.REACH, up to 4 for reads and 4 for writes.
 INLINE_HOOK_BYTES = 256
 
@@ -117,7 +117,7 @@ class Machine:
             core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
         if flash.wait_states:
             # Flash data reads cost the wait states: counted by the engine's generated
-            # code (patch 9, no hook call), else by a native memory hook on flash.
+            # code (patch 10, no hook call), else by a native memory hook on flash.
             if not (engine.patched() and core.count_reads(flash.base, flash.end - 1, flash.wait_states)):
                 core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
 

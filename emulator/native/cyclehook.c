@@ -249,7 +249,7 @@ void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *
 /* Unicorn's uc_block_cost (the engine's patch 5). */
 typedef struct {
     uint32_t cost, insns, flags, not_taken, mode, hook_next;
-    uint32_t entry_cost, seq_mask, seq_value; /* patch 10: a cost unless entered sequentially */
+    uint32_t entry_cost, seq_mask, seq_value; /* patch 11: a cost unless entered sequentially */
 } pk_block_cost_t;
 
 /* At translation: what the engine's generated code counts for the block
@@ -277,7 +277,7 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
     /* With flash wait states, a block at the upper half of a flash word costs the
      * fetch of that word unless it continues the block before sequentially (the
      * fetch rule, as block_start applies it): the generated code decides from the
-     * record of the block before (patch 10), or calls the hook when there is none. */
+     * record of the block before (patch 11), or calls the hook when there is none. */
     if (s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end) {
         c->entry_cost = s->fetch_ws;
         c->seq_mask = PK_F_COND | PK_F_BRANCH;
