@@ -79,6 +79,7 @@ class WatchHit:
     old: bytes
     new: bytes | None = None
     undo: tuple[int, bytes] | None = field(default=None, repr=False)  # the one store to take back
+    charged: int = field(default=0, repr=False)  # flash wait states the stopping access already cost
 
     @property
     def access(self) -> str:
@@ -273,7 +274,12 @@ class Watchpoints:
             if w.triggers(write) and lo < w.end and w.address < hi:
                 old = bytes(uc.mem_read(w.address, w.size))  # the hook runs before the access
                 undo = (address, bytes(uc.mem_read(address, size))) if write else None
-                self.hit = WatchHit(w, pc, max(lo, w.address), write, old, undo=undo)
+                # A read from flash has been charged its wait states before the hooks run
+                # (machine.py: a hook added first, or the engine's generated code): the
+                # run loop takes them back with the rest of the instruction.
+                st = self.core.state
+                charged = st.fetch_ws if not write and st.flash_base <= address < st.flash_end else 0
+                self.hit = WatchHit(w, pc, max(lo, w.address), write, old, undo=undo, charged=charged)
                 if self.mode == STOP:
                     self.on_hit()
                 return
