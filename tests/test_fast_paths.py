@@ -189,6 +189,57 @@ def test_native_montmul_equals_the_python_maths_or_declines(words, data):
         assert n.bit_length() < bits - 1  # declines only for a modulus well below the operand length
 
 
+def _montmul(lib, a: int, b: int, n: int, words: int) -> tuple[int, int]:
+    arr = ctypes.c_uint32 * words
+    r = arr()
+    rc = lib.pk_montmul(r, arr.from_buffer_copy(a.to_bytes(4 * words, "little")),
+                        arr.from_buffer_copy(b.to_bytes(4 * words, "little")),
+                        arr.from_buffer_copy(n.to_bytes(4 * words, "little")), words)
+    return rc, int.from_bytes(bytes(r), "little")
+
+
+def _declines(a: int, b: int, n: int, bits: int) -> bool:
+    """CIOS's rule: (a b + M n) / R, M the one below R that makes it exact, is left at or
+    above N after four subtractions (at or above 5N)."""
+    r = 1 << bits
+    m = -a * b * pow(n, -1, r) % r
+    return (a * b + m * n) // r >= 5 * n
+
+
+@pytest.mark.parametrize("rows", [1, 0], ids=["adx-rows", "c-rows"])  # MULX/ADX where the CPU has it; plain C
+@settings(max_examples=300, deadline=None)
+@given(words=st.integers(1, 128), square=st.booleans(), data=st.data())
+def test_native_montmul_of_products_and_squares_is_exact_and_declines_by_the_cios_rule(rows, words, square, data):
+    bits = 32 * words
+    n = data.draw(st.one_of(st.integers(3, 2**bits - 1), st.integers(2**(bits - 1), 2**bits - 1))) | 1
+    a = data.draw(st.one_of(st.integers(0, 2**bits - 1), st.just(2**bits - 1)))
+    b = a if square else data.draw(st.integers(0, 2**bits - 1))
+    lib = native.load()
+    lib.pk_montmul_use_adx(rows)
+    try:
+        rc, r = _montmul(lib, a, b, n, words)
+    finally:
+        lib.pk_montmul_use_adx(1)
+    assert rc == (-1 if _declines(a, b, n, bits) else 0)
+    if rc == 0:
+        assert r == a * b * pow(2, -bits, n) % n
+
+
+@pytest.mark.parametrize("words", [2, 4, 6, 8, 10, 16, 32, 62, 64, 128])
+def test_native_montmul_rows_agree_at_every_even_length_with_all_ones_operands(words):
+    """All-ones limbs take every carry of the two chains (the largest sums a row can make)."""
+    lib = native.load()
+    bits = 32 * words
+    n = 2**bits - 1  # odd, every limb all ones
+    for a, b in ((n - 1, n - 1), (n - 1, n - 2), (2**bits - 2, 2**(bits - 1) + 1)):
+        got = []
+        for rows in (1, 0):
+            lib.pk_montmul_use_adx(rows)
+            got.append(_montmul(lib, a, b, n, words))
+        lib.pk_montmul_use_adx(1)
+        assert got[0] == got[1] == (0, a * b * pow(2, -bits, n) % n)
+
+
 def test_native_montmul_serves_full_length_moduli():
     lib = native.load()
     rng = random.Random(7)
