@@ -147,3 +147,27 @@ def test_calls_can_follow_one_another_without_growing_the_stack(bench_machines):
     for _ in range(50):
         m.call("bench_push_pop")
     assert m.reg("sp") == sp
+
+
+def _capstone_says_idle_ok(md, hw: int) -> bool:
+    from pkasim.core import cycles
+    found = list(md.disasm_lite(hw.to_bytes(2, "little"), 0x1000))
+    if len(found) != 1:
+        return False
+    base = found[0][2].split(".")[0]
+    return base in cycles._IDLE_OK or (base.startswith("b") and len(base) == 3 and base != "blx")
+
+
+def test_idle_loop_table_agrees_with_capstone_on_every_16_bit_instruction():
+    """The polling-loop verdict decides 16-bit code from the encoding, without capstone."""
+    from pkasim.core import cycles
+    md = cycles._md()
+    wrong = [hex(hw) for hw in range(0x10000) if hw >> 11 < 0x1D and cycles.idle_ok16(hw) != _capstone_says_idle_ok(md, hw)]
+    assert wrong == []
+
+
+def test_idle_loop_verdict_of_code_with_a_32_bit_instruction_still_asks_capstone():
+    from pkasim.core import cycles
+    ldr = bytes.fromhex("0868")  # ldr r0, [r1]
+    assert not cycles.loop_can_idle(ldr + bytes.fromhex("00f000f8"), 0x1000)  # bl
+    assert cycles.loop_can_idle(ldr + bytes.fromhex("fff7febf"), 0x1000)  # capstone's "b.w", as before
