@@ -43,7 +43,7 @@ from pkasim.base.kinds import Kind
 from pkasim.core.breakpoints import Breakpoints
 from pkasim.core.bus import Bus
 from pkasim.core.cpu import NO_DEADLINE, REG_IDS, Core
-from pkasim.core.cycles import loop_can_idle
+from pkasim.core.cycles import loop_can_idle, loop_registers
 from pkasim.core.exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from pkasim.core.results import RunResult, Stop, StopReason
 from pkasim.core.settle import Settler
@@ -706,15 +706,19 @@ class RunLoop:
         s = self.core.state
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
             and not self.watch.watches_reads and not any(lo < end and start < hi for lo, hi in self.hooked)
+        regs = 0
         if ok:
             try:
-                ok = loop_can_idle(self.bus.read_memory(start, end - start), start)
+                code = self.bus.read_memory(start, end - start)
+                ok = loop_can_idle(code, start)
+                regs = loop_registers(code)
             except UsageError:
                 ok = False
         i = (key >> 1) & (native.VERDICTS - 1)
         s.verdict_addr[i] = key
         s.verdict_end[i] = end
         s.verdict[i] = (1 if ok else 2) | (native.VERDICT_PLAIN if self._plain_loop(start, end) else 0)
+        s.verdict_regs[i] = regs  # the registers its iterations compare (0: all)
         if len(self._loops) < native.VERDICTS:
             self._loops[(key, end)] = start
 

@@ -168,6 +168,7 @@ class PkState(ctypes.Structure):
         ("verdict_addr", ctypes.c_uint32 * VERDICTS),
         ("verdict_end", ctypes.c_uint32 * VERDICTS),
         ("verdict", ctypes.c_uint8 * VERDICTS),
+        ("verdict_regs", ctypes.c_uint16 * VERDICTS),
         ("obs", ctypes.c_void_p),
         # code decoding and caching (codecache.c, thumb.c)
         ("code", ctypes.c_void_p),

@@ -9,7 +9,9 @@
  * `ldr; tst; beq out` four times, then `bne start`), (2) Python has checked its code
  * once (runloop.py RunLoop._loop_verdict: loads, arithmetic, compares and branches
  * only; no store, call, system instruction or breakpoint), (3) the registers (r0-r12,
- * SP, LR, APSR) at the start of two consecutive iterations are identical, (4) no
+ * SP, LR, APSR; only APSR and those the loop's code names, when Python's verdict lists
+ * them: no iteration touches another) at the start of two consecutive iterations are
+ * identical, (4) no
  * device read in between was served by Python (a Python device may change by itself,
  * SysTick's CVR does; the native PKA's registers hold until its next event), and (5)
  * no device event fired in between (in a loop of several blocks the event may fall
@@ -81,8 +83,11 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 0;
     }
     int same = s->loop_have && s->py_reads == s->loop_py_reads && s->dev_events == s->loop_dev_events;
+    uint32_t regs = s->verdict_regs[(key >> 1) & (PK_VERDICTS - 1)];
+    if (!regs) regs = 0xFFFFu;
     for (int r = 0; r < 16; r++) {
         uint32_t v32 = 0;
+        if (!(regs >> r & 1)) continue; /* not named by the loop's code: no iteration touches it */
         s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
         if (v32 != s->loop_regs[r]) {
             same = 0;

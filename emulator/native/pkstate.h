@@ -123,6 +123,8 @@ typedef struct {
     uint32_t verdict_addr[PK_VERDICTS]; /* which loops may be fast-forwarded: decided once by Python */
     uint32_t verdict_end[PK_VERDICTS];  /* ... and the end of the code each verdict covers */
     uint8_t verdict[PK_VERDICTS];       /* 0 unknown, 1 may (loads and arithmetic only), 2 may not */
+    uint16_t verdict_regs[PK_VERDICTS]; /* registers the loop's code names (bit 15: APSR), the
+                                         * only ones its iterations compare; 0: all 16 */
     /* the observation API (observe.c): non-NULL while something observes; the native
      * paths report what they do through pk_obs_emit() (observe.h) */
     void *obs;
