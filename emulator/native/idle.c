@@ -25,6 +25,8 @@
  * any of its blocks. With no event ahead at all the firmware is stuck: the run stops
  * (STOP_STUCK) instead of burning the cycle budget.
  */
+#include <string.h>
+
 #include "pkstate.h"
 
 /* A loop of several blocks: at most this many bytes of code and blocks an iteration. */
@@ -223,7 +225,11 @@ int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end) {
     uint32_t hi = end > start + MULTI_SPAN ? end : start + MULTI_SPAN;
     hi += 4;
     uint32_t n = (hi - lo) / 2;
-    for (uint32_t i = 0; i < n; i++) have[i] = s->mem_read(s->uc, lo + 2 * i, &hw[i], 2) == 0;
+    if (s->mem_read(s->uc, lo, hw, 2 * n) == 0) {
+        memset(have, 1, n); /* one read for the whole span (each halfword's read is a memory-map lookup) */
+    } else {
+        for (uint32_t i = 0; i < n; i++) have[i] = s->mem_read(s->uc, lo + 2 * i, &hw[i], 2) == 0;
+    }
 #define HW(addr) (hw[((addr) - lo) / 2])
 #define HAVE(addr) ((addr) >= lo && (addr) + 2 <= hi && have[((addr) - lo) / 2])
     for (uint32_t b = start; b + 2 <= hi && HAVE(b);) {
