@@ -307,3 +307,29 @@ def test_ecc_image_runs_identically_with_and_without_fast_paths(make_machine, el
     pka = next(stats for stats in fast[-1] if "busy_cycles" in stats)
     assert {"MONTMUL", "MODADD", "MODSUB"} <= set(pka["operations"])
     assert fast == _run(make_machine, elf("ecc"), False, symbols)
+
+
+def _verdicts(m) -> dict[tuple[int, int], tuple[int, int]]:
+    s = m.core.state
+    return {(s.verdict_addr[i], s.verdict_end[i]): (s.verdict[i], s.verdict_regs[i])
+            for i in range(native.VERDICTS) if s.verdict_addr[i] != 0xFFFFFFFF}
+
+
+@pytest.mark.parametrize("image", ["ecc", "xrsa_win", "xrsa", "spin"])
+def test_loop_verdicts_made_natively_equal_the_run_loops_and_change_nothing(make_machine, elf, image):
+    """idle.c decides loops of 16-bit code itself (no stop per new loop): the same table
+    entries as the run loop's Python verdicts, and the same run, with an 'until' and a
+    breakpoint set (at main's first instruction, where the run stands: passed once)."""
+    outcomes, tables = [], []
+    for natively in (True, False):
+        m = make_machine()
+        m.load(elf(image))
+        m._loop.native_verdicts = natively
+        first = m.run(until="main", max_cycles=BUDGET)
+        m.add_breakpoint(m.image.symbol("main").address & ~1)
+        at_bp = m.run(max_cycles=BUDGET)
+        outcomes.append((first.reason, first.cycles, at_bp.reason, _outcome(m, m.run(max_cycles=BUDGET))))
+        tables.append(_verdicts(m))
+    assert outcomes[0] == outcomes[1]
+    assert tables[0] == tables[1]
+    assert tables[0]

@@ -49,6 +49,7 @@ from pkasim.core.results import RunResult, Stop, StopReason
 from pkasim.core.settle import Settler
 from pkasim.core.watchpoints import OFF, RECORD, STOP, WatchHit, Watchpoints, data_access
 from pkasim.host.semihosting import Exit, Semihosting, call_name
+from pkasim.native import engine
 from pkasim.peripherals.nvic import SVCALL, Nvic
 
 guest_log = logging.getLogger("pkasim.guest")
@@ -89,6 +90,13 @@ class RunLoop:
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
+        self._until: int | None = None  # the present (or last) run's 'until' (idle.c's native verdicts)
+        # idle.c decides loops of 16-bit code itself (no stop per new loop) on pkasim's engine
+        # only: on the stock wheel a PC written from a hook (a native exception entry) leaves
+        # later memory hooks a stale PC until the CPU loop is left (what engine patch 0008
+        # fixes), and the verdicts' stops are what left it there: a write to flash would
+        # be reported at the wrong instruction. False: every verdict is Python's.
+        self.native_verdicts = engine.patched()
         self.hooked: list[tuple[int, int]] = []  # [begin, end) of the Python instruction hooks (Machine.on_instructions)
         self._counting = False  # Unicorn's instruction-count hook is installed (the last emu_start had count > 0)
         # Bounded away from RAM: a memory hook over a page keeps the engine's stores
@@ -124,8 +132,10 @@ class RunLoop:
             progress: Callable[[int], None] | None) -> RunResult:
         budget = self.core.cycles + max_cycles if max_cycles is not None else None
         self._progress = progress
+        self._until = until
         if until is not None:
             self.forget_loop_verdicts(until)  # a loop holding 'until' must run, not be skipped
+        self._sync_native_verdicts()
         start_wall = time.perf_counter()
         self.last_watch = None
         if until is not None and self.core.pc == until:
@@ -711,7 +721,7 @@ class RunLoop:
             try:
                 code = self.bus.read_memory(start, end - start)
                 ok = loop_can_idle(code, start)
-                regs = loop_registers(code)
+                regs = loop_registers(code) if ok else 0
             except UsageError:
                 ok = False
         i = (key >> 1) & (native.VERDICTS - 1)
@@ -746,6 +756,24 @@ class RunLoop:
             at += 2
         return True
 
+    def _sync_native_verdicts(self) -> None:
+        """What idle.c needs to decide a loop of 16-bit code itself, as _loop_verdict would,
+        without stopping the run: this run's 'until' and the breakpoints; none of it
+        (Python decides every loop) while a read watchpoint or an instruction hook is
+        set, or more breakpoints than the native list holds."""
+        s = self.core.state
+        bps = sorted(self.breakpoints)
+        s.verdict_native = int(self.native_verdicts and not self.watch.watches_reads and not self.hooked
+                               and len(bps) <= native.NATIVE_BPS)
+        until = self._until  # the present run's (the last one's between runs)
+        s.until_on, s.until = (1, until) if until is not None else (0, 0)
+        if s.verdict_native:
+            s.bp_n = len(bps)
+            for i, a in enumerate(bps):
+                s.bp[i] = a
+        else:
+            s.bp_n = 0
+
     def forget_loop_verdicts(self, until: int | None = None, within: list[tuple[int, int]] | None = None) -> None:
         """Code, breakpoints or the run's 'until' changed: decide every loop again.
         The loops seen so far are decided now, from their code as it is now (the
@@ -755,14 +783,18 @@ class RunLoop:
         s = self.core.state
         s.loop_start = 0xFFFFFFFF
         if within is not None:
+            for lo, hi in within:  # every verdict there, idle.c's own included: unknown again
+                self.core.lib.pk_verdicts_forget(self.core.state_ref, lo, hi)
             for (key, end), start in list(self._loops.items()):
                 if any(start < hi and lo < end for lo, hi in within):
                     self._loop_verdict(start, end, until, key)
+            self._sync_native_verdicts()
             return
         ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
         ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
         for (key, end), start in list(self._loops.items()):
             self._loop_verdict(start, end, until, key)
+        self._sync_native_verdicts()
 
     def on_reset_request(self) -> None:
         self._py_stop = ("reset",)

@@ -61,6 +61,84 @@ static void decided(pk_state *s, uint32_t key, uint32_t end) {
     s->span_hi = end;
 }
 
+/* ------------------------------------------------------------------ native verdicts */
+
+/* cycles.py idle_ok16, line for line: the 16-bit instructions capstone reads as one an
+ * idle loop may hold (tests/test_cycle_model.py holds both equal to capstone). */
+static int idle_ok_exact(uint32_t hw) {
+    if (hw < 0x4700 || (hw >= 0x4800 && hw < 0x5000) || (hw >= 0x9800 && hw < 0xB100)) return 1;
+    if (hw >= 0x5000 && hw < 0x9800) return hw < 0x6000 ? hw >= 0x5600 : (hw & 0x0800) != 0;
+    if ((hw >> 8) == 0xB2 || hw == 0xBF00 || (hw >= 0xBA00 && hw < 0xBB00 && (hw & 0xC0) != 0x80)) return 1;
+    if (hw >= 0xC800 && hw < 0xD000) return (hw & 0xFF) != 0;
+    return (hw >= 0xD000 && hw < 0xDE00) || (hw >= 0xE000 && hw < 0xE800);
+}
+
+/* cycles.py _named16: r0-r14 an idle loop's instruction names in a register field. */
+static uint32_t named16(uint32_t hw) {
+    uint32_t lo3 = 1u << (hw & 7) | 1u << (hw >> 3 & 7);
+    if (hw < 0x2000 || (hw >= 0x5000 && hw < 0x6000)) return lo3 | 1u << (hw >> 6 & 7);
+    if (hw < 0x4000 || (hw >= 0x4800 && hw < 0x5000)) return 1u << (hw >> 8 & 7);
+    if (hw < 0x4400 || (hw >= 0x6000 && hw < 0x9000) || (hw >> 8) == 0xB2 || (hw >> 8) == 0xBA) return lo3;
+    if (hw < 0x4700) return (1u << ((hw & 7) | (hw >> 4 & 8)) | 1u << (hw >> 3 & 0xF)) & 0x7FFFu;
+    if (hw >= 0x9800 && hw < 0xB000) return 1u << (hw >> 8 & 7) | 1u << 13;
+    if (hw >= 0xB000 && hw < 0xB100) return 1u << 13;
+    if (hw >= 0xC800 && hw < 0xD000) return 1u << (hw >> 8 & 7) | (hw & 0xFF);
+    return 0;
+}
+
+#define NATIVE_VERDICT_MAX 1024u /* bytes of loop code decided here; longer: Python */
+
+/* The run loop's verdict on the loop whose code is [start, end) (runloop.py
+ * RunLoop._loop_verdict and _plain_loop, cycles.loop_can_idle and loop_registers),
+ * made here when the run loop allows it (no read watchpoint, no instruction hook, a few
+ * breakpoints, all listed) and the code is 16-bit instructions only: the same entry in
+ * the table, without stopping the run. Returns 0 when Python must decide. */
+static int native_verdict(pk_state *s, uint32_t key, uint32_t end) {
+    uint32_t start = key & ~1u;
+    uint16_t hw[NATIVE_VERDICT_MAX / 2];
+    if (!s->verdict_native || end <= start || end - start > NATIVE_VERDICT_MAX || (end - start) % 2) return 0;
+    uint32_t n = (end - start) / 2;
+    if (s->mem_read(s->uc, start, hw, 2 * n) != 0) return 0;
+    int ok = !(s->until_on && start <= s->until && s->until < end);
+    for (uint32_t i = 0; i < s->bp_n && i < PK_NATIVE_BPS; i++)
+        if (start <= s->bp[i] && s->bp[i] < end) ok = 0;
+    uint32_t regs = 0x8000u; /* APSR */
+    int plain = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t h = hw[i];
+        if (h >> 11 >= 0x1D) return 0; /* a 32-bit instruction: capstone's reading, in Python */
+        if (!idle_ok_exact(h)) ok = 0;
+        regs |= named16(h);
+        int32_t off = 0, is = 0;
+        if ((h & 0xF000) == 0xD000 && (h & 0x0F00) < 0x0E00) {
+            off = (int32_t)(int8_t)(h & 0xFF);
+            is = 1;
+        } else if ((h & 0xF800) == 0xE000) {
+            off = (int32_t)((h & 0x7FF) << 21) >> 21;
+            is = 1;
+        }
+        if (is && 4 + 2 * off <= 0 && i + 1 != n) plain = 0; /* a branch back inside: not plain */
+    }
+    uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
+    s->verdict_addr[i] = key;
+    s->verdict_end[i] = end;
+    s->verdict[i] = (uint8_t)((ok ? 1 : 2) | (plain ? VERDICT_PLAIN : 0));
+    s->verdict_regs[i] = (uint16_t)(ok ? regs : 0);
+    return 1;
+}
+
+/* Forget the verdicts on loops whose code overlaps [lo, hi) (a breakpoint came or went
+ * there): they are decided again when next seen. */
+void pk_verdicts_forget(pk_state *s, uint32_t lo, uint32_t hi) {
+    for (uint32_t i = 0; i < PK_VERDICTS; i++) {
+        uint32_t key = s->verdict_addr[i];
+        if (key != 0xFFFFFFFFu && (key & ~1u) < hi && lo < s->verdict_end[i]) {
+            s->verdict_addr[i] = 0xFFFFFFFFu;
+            s->verdict[i] = 0;
+        }
+    }
+}
+
 /* One more iteration of the loop at start ended (cost cycles, insns instructions,
  * blocks blocks). Returns 1 when the engine was stopped. The registers (r0-r12, SP,
  * LR, APSR) are compared with those at the iteration before; MISS_LIMIT differing
@@ -74,6 +152,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 0;
     }
     int v = verdict(s, key, end);
+    if (v == 0 && native_verdict(s, key, end)) v = verdict(s, key, end);
     if (v == 0) {
         s->loop_key = key;
         s->stop_reason = STOP_LOOPCHK;

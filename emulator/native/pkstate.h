@@ -46,6 +46,7 @@ typedef struct {
 /* Loop verdicts kept (idle.c), indexed by (key >> 1) & (PK_VERDICTS - 1). */
 #define PK_VERDICTS 4096
 #define VERDICT_PLAIN 4 /* verdict flag: no back edge in the loop's code but its own last one */
+#define PK_NATIVE_BPS 16 /* breakpoints the native verdict knows; more: Python decides */
 
 /* The NVIC's exception state: one record, owned by peripherals/nvic.py (NvicState),
  * read and pended here without a Python call. */
@@ -156,6 +157,12 @@ typedef struct {
      * had none */
     uint32_t split_start;
     uint32_t pad_split;
+    /* ---- loop verdicts decided natively (idle.c pk_native_verdict): set by the run
+     * loop before each run (runloop.py RunLoop._sync_native_verdicts) ---- */
+    uint32_t verdict_native;    /* 1: a loop of 16-bit code may be decided here, without a stop */
+    uint32_t until_on, until;   /* the run's 'until' address (a loop holding it must run) */
+    uint32_t bp_n;              /* breakpoints (a loop holding one must run) */
+    uint32_t bp[PK_NATIVE_BPS];
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -178,6 +185,7 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc);
 void pk_counted_wake(pk_state *s);
 /* idle.c */
 int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end);
+void pk_verdicts_forget(pk_state *s, uint32_t lo, uint32_t hi);
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
                   uint32_t insns);
