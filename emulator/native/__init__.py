@@ -202,6 +202,7 @@ class PkState(ctypes.Structure):
         ("until", ctypes.c_uint32),
         ("bp_n", ctypes.c_uint32),
         ("bp", ctypes.c_uint32 * NATIVE_BPS),
+        ("regs_ptr", ctypes.c_void_p),
     ]
 
 

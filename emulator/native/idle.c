@@ -169,7 +169,8 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
     for (int r = 0; r < 16; r++) {
         uint32_t v32 = 0;
         if (!(regs >> r & 1)) continue; /* not named by the loop's code: no iteration touches it */
-        s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
+        if (r < 15 && s->regs_ptr) v32 = s->regs_ptr[r]; /* in place (pkasim's engine) */
+        else s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
         if (v32 != s->loop_regs[r]) {
             same = 0;
             s->loop_regs[r] = v32;
