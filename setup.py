@@ -11,6 +11,14 @@ keys and the prebuilt images). docs/packaging.md tells the whole story.
   peripherals/*_fast.c) is a plain shared object with no Python API, loaded with
   ctypes: it is an Extension only to reuse setuptools' compiler handling, built with
   the system C compiler; without one the build stops with one line saying so.
+- pkasim's engine (Unicorn 2.1.4 with engine/patches/, docs/engine.md) travels in the
+  wheel as ``pkasim/native/_engine/libunicorn.so.2`` with its ``engine.json``, so users
+  get its speed without a build. A wheel build makes it first if it is missing or was
+  built from other patches (engine/build.py, which the sdist carries with the patches:
+  it needs the registry's unicorn sdist, cmake and ninja). Where it cannot be built that
+  prints one warning line and the wheel goes without it; pkasim then runs on the stock
+  unicorn wheel, with the same cycle counts. The sdist never carries the library (it is
+  built for one platform).
 - The firmware images in the wheel are those ``make firmware`` built with the pinned
   zig clang, listed with the hashes of every source they came from in
   ``firmware/build/manifest.json`` (firmware/tools/manifest.py). A wheel is built only
@@ -21,6 +29,8 @@ keys and the prebuilt images). docs/packaging.md tells the whole story.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -77,7 +87,7 @@ PACKAGE_DATA = {
                        + [f"build/{name}" for name in bundled_images()],
     # The model's C travels with it: pkasim.sweep's cache key digests the sources that
     # determine a cycle count, the same in a checkout and a wheel.
-    "pkasim.native": ["*.c", "*.h"],
+    "pkasim.native": ["*.c", "*.h", "_engine/libunicorn.so.2", "_engine/engine.json"],
     "pkasim.peripherals": ["*.c"],
 }
 
@@ -97,9 +107,22 @@ class BuildNative(build_ext):
                              "CC=...") from None
 
 
+ENGINE_BUILD = HERE / "engine" / "build.py"
+
+
+def build_engine() -> None:
+    """pkasim's engine for the wheel: engine/build.py does nothing when the library is
+    current, builds it otherwise, and on failure prints one warning line and exits 0
+    (the wheel then goes without it). PKASIM_ENGINE=stock skips it."""
+    if not ENGINE_BUILD.is_file() or os.environ.get("PKASIM_ENGINE", "").strip().lower() == "stock":
+        return
+    subprocess.run([sys.executable, str(ENGINE_BUILD)], check=False)
+
+
 class BuildPackage(build_py):
     """The Python package and its data; for a wheel, only with firmware images that
-    match their sources (firmware/build/manifest.json)."""
+    match their sources (firmware/build/manifest.json), and with pkasim's engine where
+    it can be built."""
 
     def run(self) -> None:
         if not getattr(self, "editable_mode", False):
@@ -107,6 +130,7 @@ class BuildPackage(build_py):
             if problem:
                 raise SetupError(f"pkasim: the wheel carries prebuilt firmware images, but {problem}. "
                                  "Build them with the pinned zig clang first: make firmware")
+            build_engine()  # before the package data is listed (it is, lazily, in run)
         super().run()
 
 

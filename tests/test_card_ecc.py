@@ -1,7 +1,8 @@
 """The OpenPGP card's ECC keys (firmware/src/openpgp.c over src/p256.c and src/c25519.c;
 docs/usb.md, docs/ecc.md) on the emulated USB bus: algorithm attributes, key import,
 on-card generation from the TRNG, signatures that verify (ECDSA P-256, Ed25519), ECDH
-(cv25519, P-256) against `cryptography`, refused curves and slots, the state file;
+(cv25519, P-256) against `cryptography`, refused curves and slots, the state file and
+its checksum (a damaged one refused whole);
 and `pkasim sign --key` with P-256 and Ed25519 PKCS#8 keys and its refusals."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, x25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
+from pkasim.base.errors import LoadError
 from pkasim.chip.config import load_config
 from pkasim.cli.main import main
 from pkasim.core.machine import Machine
@@ -167,16 +169,43 @@ def test_ecc_keys_survive_in_the_card_state_file(tmp_path: Path) -> None:
     ed_key(6).public_key().verify(sig, b"after a power cycle")
 
 
-@pytest.mark.parametrize("damage", ["truncated", "old magic"])
-def test_a_corrupted_card_state_file_is_refused(tmp_path: Path, damage: str) -> None:
+def _damaged_state(tmp_path: Path, damage: str) -> Path:
+    """A state file holding an Ed25519 signing key, then damaged."""
     state = tmp_path / "card.state"
     session, host = open_card(state)
     host.import_key(ed_key(7), "sig")
     session.save_state()
-    data = state.read_bytes()
-    state.write_bytes(data[:-10] if damage == "truncated" else b"PGP1"[::-1] + data[4:])
-    with pytest.raises(Exception, match="card-state|state"):
+    data = bytearray(state.read_bytes())
+    key_at = bytes(data).index(ed_key(7).private_bytes_raw())
+    if damage == "truncated":
+        data = data[:-10]
+    elif damage == "old magic":
+        data[:4] = b"PGP1"[::-1]
+    elif damage == "a flipped key bit":
+        data[key_at + 5] ^= 0x10  # right size and magic: only the checksum tells
+    elif damage == "no checksum":
+        data = data[:-32]  # card_state alone
+    state.write_bytes(bytes(data))
+    return state
+
+
+@pytest.mark.parametrize("damage", ["truncated", "old magic", "a flipped key bit", "no checksum"])
+def test_a_corrupted_card_state_file_is_refused(tmp_path: Path, damage: str) -> None:
+    state = _damaged_state(tmp_path, damage)
+    with pytest.raises(LoadError, match="not a card-state file|the card state is damaged") as info:
         open_card(state)
+    assert info.value.exit_code == 65
+
+
+def test_sign_with_a_damaged_state_file_is_one_line_and_exit_65_and_leaves_it_alone(tmp_path: Path, capsys) -> None:
+    state = _damaged_state(tmp_path, "a flipped key bit")
+    before = state.read_bytes()
+    msg = tmp_path / "msg"
+    msg.write_bytes(b"x")
+    assert run(["sign", "--key", _pem(ed_key(7), tmp_path / "k.pem"), "--message", msg, "--state", state]) == 65
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the card state is damaged" in err[0]
+    assert state.read_bytes() == before  # never half-used, never overwritten
 
 
 # --------------------------------------------------------------------------- pkasim sign --key
@@ -216,6 +245,16 @@ def test_sign_refuses_other_keys_naming_what_it_takes(tmp_path: Path, capsys, ki
             "encrypted": p256_key(10), "x25519": x_key(10)}
     pem = _pem(keys[kind], tmp_path / "k.pem", b"secret" if kind == "encrypted" else None)
     msg = tmp_path / "msg"
+    msg.write_bytes(b"x")
+    assert run(["sign", "--key", pem, "--message", msg]) == 65
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "P-256" in err[0] and "Ed25519" in err[0]
+
+
+@pytest.mark.parametrize("content", [b"not a key", b"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"])
+def test_sign_refuses_a_file_that_is_not_a_private_key_naming_what_it_takes(tmp_path: Path, capsys, content) -> None:
+    pem, msg = tmp_path / "k.pem", tmp_path / "msg"
+    pem.write_bytes(content)
     msg.write_bytes(b"x")
     assert run(["sign", "--key", pem, "--message", msg]) == 65
     err = capsys.readouterr().err.strip().splitlines()

@@ -2,11 +2,12 @@
 
 Every operation against the ``cryptography`` package on 100 random keys and messages
 each (one loaded image, ecc_dispatch called again and again: pkasim.ecc.image), the
-published vectors (RFC 7748 for X25519, RFC 8032 TEST 1-3 for Ed25519, RFC 6979 A.2.5
-and NIST CAVP for P-256), each bad input the RFCs and SEC 1 reject, the software build
-(the same C, no PKA) on fewer keys, the strict PKA, constant time (the same cycles for
-every key here; `pkasim ct-check` in tests/test_ecc_ct.py) and the issue's cycle
-targets on the default chip (modeled: no wall clock).
+published vectors (RFC 7748 for X25519, 1,000 iterations included, RFC 8032 TEST 1-3,
+1024 and SHA(abc) for Ed25519, RFC 6979 A.2.5 and NIST CAVP for P-256: KAS ECC CDH COUNT
+0-4, the 75 P-256 SigVer vectors), each bad input the RFCs and SEC 1 reject, the
+software build (the same C, no PKA) on fewer keys, the strict PKA, constant time (the
+same cycles for every key here; `pkasim ct-check` in tests/test_ecc_ct.py) and the
+issue's cycle targets on the default chip (modeled: no wall clock).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import hashlib
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, x25519
-from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
+from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature, encode_dss_signature
 
 from pkasim.chip.config import load_config
 from pkasim.ecc.image import ERR_ENCODING, ERR_INFINITY, ERR_KEY, ERR_POINT, ERR_RANGE, ERR_SIGNATURE, ERR_ZERO, EccImage, Op
@@ -238,6 +241,45 @@ CAVP_CDH = {
     "ZIUT": "46fc62106420ff012e54a434fbdd2d25ccc5852060561e68040dd7778997bd7b",
 }
 
+# The same file, COUNT 1 to 4: (dIUT, QCAVSx, QCAVSy, ZIUT).
+CAVP_CDH_MORE = [
+    ("38f65d6dce47676044d58ce5139582d568f64bb16098d179dbab07741dd5caf5",
+     "809f04289c64348c01515eb03d5ce7ac1a8cb9498f5caa50197e58d43a86a7ae",
+     "b29d84e811197f25eba8f5194092cb6ff440e26d4421011372461f579271cda3",
+     "057d636096cb80b67a8c038c890e887d1adfa4195e9b3ce241c8a778c59cda67"),
+    ("1accfaf1b97712b85a6f54b148985a1bdc4c9bec0bd258cad4b3d603f49f32c8",
+     "a2339c12d4a03c33546de533268b4ad667debf458b464d77443636440ee7fec3",
+     "ef48a3ab26e20220bcda2c1851076839dae88eae962869a497bf73cb66faf536",
+     "2d457b78b4614132477618a5b077965ec90730a8c81a1c75d6d4ec68005d67ec"),
+    ("207c43a79bfee03db6f4b944f53d2fb76cc49ef1c9c4d34d51b6c65c4db6932d",
+     "df3989b9fa55495719b3cf46dccd28b5153f7808191dd518eff0c3cff2b705ed",
+     "422294ff46003429d739a33206c8752552c8ba54a270defc06e221e0feaf6ac4",
+     "96441259534b80f6aee3d287a6bb17b5094dd4277d9e294f8fe73e48bf2a0024"),
+    ("59137e38152350b195c9718d39673d519838055ad908dd4757152fd8255c09bf",
+     "41192d2813e79561e6a1d6f53c8bc1a433a199c835e141b05a74a97b0faeb922",
+     "1af98cc45e98a7e041b01cf35f462b7562281351c8ebf3ffa02e33a0722a1328",
+     "19d44c8d63e8e8dd12c22a87b8cd4ece27acdde04dbf47f7f27537a6999a8e62"),
+]
+
+# NIST CAVP ECDSA SigVer (FIPS 186-4), the five [P-256,SHA-*] sections: tests/data/p256_sigver.rsp.
+SIGVER = Path(__file__).resolve().parent / "data" / "p256_sigver.rsp"
+
+
+def sigver_vectors() -> dict[str, list[dict[str, str]]]:
+    """The .rsp file's vectors by hash name (Msg, Qx, Qy, R, S, Result)."""
+    sections: dict[str, list[dict[str, str]]] = {}
+    current: list[dict[str, str]] = []
+    for line in SIGVER.read_text().splitlines():
+        if line.startswith("[P-256,"):
+            current = sections.setdefault(line[7:-1], [])
+        elif " = " in line:
+            key, value = line.split(" = ", 1)
+            if key == "Msg":
+                current.append({})
+            current[-1][key] = value
+    return sections
+
+
 # NIST's worked example "ECDSA with P-256 and SHA-256" (CSRC examples, P256_SHA256.pdf):
 # message "Example of ECDSA with P-256", a fixed K, so the signature checks verification.
 NIST_EXAMPLE = {
@@ -256,8 +298,32 @@ def test_x25519_gives_the_rfc7748_vectors(pka, k, u, out):
     assert r.ok and r.out.hex() == out
 
 
-@pytest.mark.parametrize("seed, pub, msg, sig", RFC8032)
+def test_x25519_gives_the_rfc7748_vector_after_1000_iterations(pka):
+    """RFC 7748 5.2: k = u = 9, then k, u = X25519(k, u), k; after 1,000 iterations."""
+    k = u = bytes([9]) + bytes(31)
+    for _ in range(1000):
+        r = pka.run(Op.X25519, key=k, peer=u)
+        assert r.ok
+        k, u = r.out, k
+    assert k.hex() == "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51"
+
+
+def rfc8032_more() -> list[tuple[str, str, str, str]]:
+    """RFC 8032 7.1's TEST 1024 (a 1023-byte message, tests/data) and TEST SHA(abc)."""
+    fields = dict(line.split(": ", 1) for line in (Path(__file__).resolve().parent / "data" /
+                  "rfc8032_test1024.txt").read_text().splitlines() if ": " in line and not line.startswith("#"))
+    return [(fields["SECRET KEY"], fields["PUBLIC KEY"], fields["MESSAGE"], fields["SIGNATURE"]),
+            ("833fe62409237b9d62ec77587520911e9a759cec1d19755b7da901b96dca3d42",
+             "ec172b93ad5e563bf4932c70e1245034c35467ef2efd4d64ebf819683467e2bf", hashlib.sha512(b"abc").hexdigest(),
+             "dc2a4459e7369633a52b1bf277839a00201009a3efbf3ecb69bea2186c26b589"
+             "09351fc9ac90b3ecfdfbc7c66431e0303dca179c138ac17ad9bef1177331a704")]
+
+
+@pytest.mark.parametrize("seed, pub, msg, sig", RFC8032 + rfc8032_more(),
+                         ids=["test1", "test2", "test3", "test1024", "test_sha_abc"])
 def test_ed25519_gives_the_rfc8032_vectors(pka, seed, pub, msg, sig):
+    key = ed25519.Ed25519PrivateKey.from_private_bytes(bytes.fromhex(seed))
+    assert key.sign(bytes.fromhex(msg)).hex() == sig  # the vector as transcribed is `cryptography`'s too
     assert pka.run(Op.ED25519_PUBLIC, key=bytes.fromhex(seed)).out.hex() == pub
     assert pka.run(Op.ED25519_SIGN, key=bytes.fromhex(seed), msg=bytes.fromhex(msg)).out.hex() == sig
     assert pka.run(Op.ED25519_VERIFY, peer=bytes.fromhex(pub), msg=bytes.fromhex(msg), sig=bytes.fromhex(sig)).ok
@@ -275,6 +341,40 @@ def test_p256_ecdh_gives_the_nist_cavp_vector(pka):
     d = bytes.fromhex(CAVP_CDH["dIUT"])
     assert pka.run(Op.P256_PUBLIC, key=d).out.hex() == CAVP_CDH["QIUT"]
     assert pka.run(Op.P256_ECDH, key=d, peer=bytes.fromhex(CAVP_CDH["QCAVS"])).out.hex() == CAVP_CDH["ZIUT"]
+
+
+@pytest.mark.parametrize("d, qx, qy, z", CAVP_CDH_MORE, ids=[f"count{i}" for i in range(1, 5)])
+def test_p256_ecdh_gives_more_nist_cavp_vectors(pka, d, qx, qy, z):
+    key = ec.derive_private_key(int(d, 16), ec.SECP256R1())
+    peer = bytes.fromhex("04" + qx + qy)
+    assert key.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), peer)).hex() == z
+    assert pka.run(Op.P256_PUBLIC, key=bytes.fromhex(d)).out == key.public_key().public_bytes(*X962)
+    assert pka.run(Op.P256_ECDH, key=bytes.fromhex(d), peer=peer).out.hex() == z
+
+
+@pytest.mark.parametrize("hash_name", ["SHA-1", "SHA-224", "SHA-256", "SHA-384", "SHA-512"])
+def test_p256_verify_gives_the_nist_cavp_sigver_results(pka, hash_name):
+    """15 vectors, 3 valid and 12 with the message, R, S or Q altered: the firmware's
+    verdict is NIST's (and `cryptography`'s). The firmware takes the hash's leftmost 256
+    bits, a shorter hash as a number (FIPS 186-4 6.4)."""
+    algorithm = getattr(hashes, hash_name.replace("-", ""))()
+    vectors = sigver_vectors()[hash_name]
+    assert len(vectors) == 15
+    for v in vectors:
+        digest = hashlib.new(hash_name.replace("-", "").lower(), bytes.fromhex(v["Msg"])).digest()
+        point = bytes.fromhex("04" + v["Qx"] + v["Qy"])
+        r, s = int(v["R"], 16), int(v["S"], 16)
+        try:
+            ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point).verify(
+                encode_dss_signature(r, s), digest, ec.ECDSA(Prehashed(algorithm)))
+            theirs = "P"
+        except (InvalidSignature, ValueError):
+            theirs = "F"
+        assert theirs == v["Result"][0]
+        status = pka.run(Op.P256_VERIFY, peer=point, msg=digest[:32].rjust(32, b"\0"),
+                         sig=r.to_bytes(32, "big") + s.to_bytes(32, "big")).status
+        assert (status == 0) == (v["Result"] == "P"), v
+        assert status in (0, ERR_SIGNATURE, ERR_POINT), v
 
 
 def test_p256_verifies_nists_worked_example(pka):

@@ -52,8 +52,27 @@ def test_pka_image_is_constant_time_in_the_private_key(capsys, tmp_path, elf, op
     assert doc["runs"][0]["pka"] > 1_000  # the scalar multiplication ran on the PKA
 
 
-@pytest.mark.parametrize("op", [Op.P256_SIGN, Op.X25519, Op.ED25519_SIGN], ids=lambda op: op.name.lower())
+@pytest.mark.parametrize("op", list(PUBLIC), ids=lambda op: op.name.lower())
 def test_software_image_is_constant_time_in_the_private_key(capsys, tmp_path, elf, op):
     doc = ct_check(capsys, tmp_path, elf("ecc_soft"), op, 2)
     assert doc["verdict"] == "identical" and all(doc["identical"].values())
     assert doc["runs"][0]["pka"] == 0
+
+
+@pytest.mark.parametrize("image, inputs", [("ecc", 3), ("ecc_soft", 2)])
+@pytest.mark.parametrize("op", [Op.P256_KEYGEN, Op.ED25519_KEYGEN], ids=lambda op: op.name.lower())
+def test_key_generation_is_constant_time_in_the_trng_stream(capsys, tmp_path, elf, image, inputs, op):
+    """The private key of ecc_op 10 and 11 comes from the TRNG: the TRNG's seed is the
+    secret (--secret @trng), each run draws another key."""
+    files = {"ecc_op": int(op).to_bytes(4, "little"), "ecc_check": bytes(4)}
+    args = ["ct-check", "-q", "--json", "-", str(elf(image)), "--secret", "@trng", "--random", str(inputs)]
+    for name, data in files.items():
+        path = tmp_path / f"{name}.bin"
+        path.write_bytes(data)
+        args += ["--load", f"{name}={path}"]
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["verdict"] == "identical" and all(doc["identical"].values())
+    assert {r["exit_code"] for r in doc["runs"]} == {0}

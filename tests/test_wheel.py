@@ -102,6 +102,40 @@ def test_the_sdist_carries_the_firmware_sources_images_and_manifest(dist) -> Non
             "firmware/src/rsa.c", "emulator/native/cyclehook.c", "peripherals/pka_fast.c"} <= names
 
 
+ENGINE_LIBRARY = REPO / "emulator" / "native" / "_engine" / "libunicorn.so.2"
+
+
+def _needs_engine() -> None:
+    if not ENGINE_LIBRARY.exists():
+        pytest.skip("pkasim's engine could not be built on this machine (emulator/native/_engine/engine.json says why)")
+
+
+def test_the_wheel_carries_pkasims_engine_built_from_the_sdists_patches(dist) -> None:
+    _needs_engine()
+    from pkasim.native import engine
+    wheel = zipfile.ZipFile(dist["wheel"])
+    assert "pkasim/native/_engine/libunicorn.so.2" in wheel.namelist()
+    manifest = json.loads(wheel.read("pkasim/native/_engine/engine.json"))
+    assert "failed" not in manifest and manifest["patchset"] == engine.expected_patchset()
+
+
+def test_the_sdist_carries_the_engine_patches_and_no_built_library(dist) -> None:
+    with tarfile.open(dist["sdist"]) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    patches = {f"engine/patches/{p.name}" for p in (REPO / "engine" / "patches").glob("*.patch")}
+    assert patches and patches | {"engine/build.py"} <= names
+    assert not any("_engine/" in name for name in names)
+
+
+def test_the_wheel_and_sdist_declare_the_gpl_and_carry_its_text(dist) -> None:
+    wheel = zipfile.ZipFile(dist["wheel"])
+    metadata = wheel.read(f"pkasim-{pkasim.__version__}.dist-info/METADATA").decode()
+    assert "License-Expression: GPL-2.0-or-later" in metadata.splitlines()
+    assert any(n.endswith("licenses/LICENSE") for n in wheel.namelist())
+    with tarfile.open(dist["sdist"]) as tar:
+        assert any(name.endswith("/LICENSE") for name in tar.getnames())
+
+
 # --------------------------------------------------------------------------- the installed pkasim
 
 def test_the_installed_pkasim_is_the_one_in_the_new_venv(user) -> None:
@@ -115,6 +149,12 @@ def test_the_installed_version_names_the_bundled_chip(user) -> None:
     out = _run([user["bin"] / "pkasim", "--version"], cwd=user["work"]).stdout
     assert out.startswith(f"pkasim {pkasim.__version__}\nunicorn ")
     assert "chip ciu98320b: CIU98320B" in out and str(user["root"]) in out
+
+
+def test_the_installed_pkasim_runs_on_its_engine_from_the_wheel(user) -> None:
+    _needs_engine()
+    out = _run([user["bin"] / "pkasim", "--version"], cwd=user["work"]).stdout.splitlines()
+    assert out[1].startswith("unicorn 2.1.4 (pkasim's engine 2.1.4+pkasim.")
 
 
 def test_the_installed_pkasim_runs_a_freshly_compiled_user_elf(user) -> None:

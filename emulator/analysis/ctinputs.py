@@ -1,14 +1,20 @@
 """The secret inputs of ``pkasim ct-check``: what goes into which symbol, run by run.
 
-A secret is an ELF symbol, optionally with a kind that says how ``--random`` fills it:
+A secret is an ELF symbol, optionally at a byte offset into it (``SYMBOL+OFFSET``: a
+field of a structure, such as a key inside the OpenPGP card's ``card_state``), optionally
+with a kind that says how ``--random`` fills it:
 
-  SYMBOL                 random bytes, the symbol's whole size
-  SYMBOL=bytes:N         N random bytes at the start of the symbol (the rest keeps its value)
+  SYMBOL                 random bytes, the symbol's whole size (from OFFSET to its end)
+  SYMBOL=bytes:N         N random bytes at the start of the symbol, or at OFFSET (the rest
+                         keeps its value)
   SYMBOL=rsa-key:BITS    a random RSA key of BITS bits (e = 65537) in the rsa_key_t layout
                          the RSA images read (emulator/rsa/rsakey.py)
   SYMBOL=rsa-msg:BITS    a random message representative of BITS/8 bytes, big-endian,
                          below the modulus of the same input's rsa-key (below 2^(BITS-1)
                          without one)
+  @trng                  not a symbol: the seed of the chip's TRNG (8 bytes, the 64-bit
+                         seed little-endian), for secrets the firmware draws from it
+                         (key generation); each input gets its own stream
 
 ``--inputs DIR`` gives the inputs as files instead: with one secret, every file of DIR
 is one input (sorted by name; names starting with '.' are skipped, a FIFO or device is
@@ -32,6 +38,8 @@ KINDS = ("bytes", "rsa-key", "rsa-msg")
 RSA_BITS = (2048, 4096)  # the sizes the RSA images take
 MAX_INPUTS = 100_000
 MAX_BYTES = 1 << 28  # no memory region is larger (emulator/base/limits.py)
+TRNG = "@trng"  # the pseudo-secret: the TRNG's seed
+TRNG_SEED_BYTES = 8
 
 
 @dataclass(frozen=True)
@@ -41,22 +49,42 @@ class Secret:
     symbol: str
     kind: str = "bytes"
     size: int | None = None  # bytes:N; for rsa-key / rsa-msg the key size in bits
+    offset: int = 0  # SYMBOL+OFFSET: where in the object the secret starts
+
+    @property
+    def name(self) -> str:
+        """What the secret is called in inputs, reports and --inputs file names."""
+        return f"{self.symbol}+0x{self.offset:x}" if self.offset else self.symbol
 
     def __str__(self) -> str:
-        if self.kind == "bytes" and self.size is None:
-            return self.symbol
-        return f"{self.symbol}={self.kind}:{self.size}"
+        if self.symbol == TRNG or (self.kind == "bytes" and self.size is None):
+            return self.name
+        return f"{self.name}={self.kind}:{self.size}"
 
 
 def parse_secret(text: str) -> Secret:
-    """``SYMBOL`` or ``SYMBOL=KIND:N`` (argparse type: errors are usage errors)."""
+    """``SYMBOL[+OFFSET]`` or ``SYMBOL[+OFFSET]=KIND:N``, or ``@trng`` (argparse type:
+    errors are usage errors)."""
     import argparse
 
-    symbol, sep, spec = text.partition("=")
+    where, sep, spec = text.partition("=")
+    symbol, plus, off = where.partition("+")
     if not symbol:
-        raise argparse.ArgumentTypeError(f"expected SYMBOL or SYMBOL=KIND:N, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected SYMBOL[+OFFSET] or SYMBOL[+OFFSET]=KIND:N, got {text!r}")
+    offset = 0
+    if plus:
+        try:
+            offset = int(off, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: the offset {off!r} is not a whole number") from None
+        if not 0 <= offset < MAX_BYTES:
+            raise argparse.ArgumentTypeError(f"{text!r}: the offset is 0 to {MAX_BYTES - 1:,}")
+    if symbol == TRNG:
+        if plus or sep:
+            raise argparse.ArgumentTypeError(f"{text!r}: {TRNG} (the TRNG's seed) takes no offset and no kind")
+        return Secret(TRNG, "bytes", TRNG_SEED_BYTES)
     if not sep:
-        return Secret(symbol)
+        return Secret(symbol, offset=offset)
     kind, colon, number = spec.partition(":")
     if kind not in KINDS or not colon:
         raise argparse.ArgumentTypeError(f"{text!r}: the kind is one of bytes:N, rsa-key:BITS, rsa-msg:BITS")
@@ -68,7 +96,7 @@ def parse_secret(text: str) -> Secret:
         raise argparse.ArgumentTypeError(f"{text!r}: bytes:N takes 1 <= N <= {MAX_BYTES:,}")
     if kind != "bytes" and n not in RSA_BITS:
         raise argparse.ArgumentTypeError(f"{text!r}: RSA sizes are {', '.join(map(str, RSA_BITS))} bits")
-    return Secret(symbol, kind, n)
+    return Secret(symbol, kind, n, offset)
 
 
 @dataclass
@@ -76,7 +104,7 @@ class Input:
     """One run's secrets: bytes per symbol, and where they came from (for the report)."""
 
     name: str
-    values: dict[str, bytes] = field(default_factory=dict)
+    values: dict[str, bytes] = field(default_factory=dict)  # by Secret.name
     origin: str = ""  # a path, or '' for generated inputs
 
 
@@ -92,13 +120,13 @@ def random_inputs(secrets: list[Secret], count: int, rooms: dict[str, int], seed
         for s in sorted(secrets, key=lambda s: s.kind != "rsa-key"):  # keys first: messages need n
             if s.kind == "rsa-key":
                 key = RsaKey.generate(s.size)
-                values[s.symbol] = key.pack()
+                values[s.name] = key.pack()
             elif s.kind == "rsa-msg":
                 bound = key.n if key is not None and key.nbits == s.size else 1 << (s.size - 1)
-                values[s.symbol] = rng.randrange(bound).to_bytes(s.size // 8, "big")
+                values[s.name] = rng.randrange(bound).to_bytes(s.size // 8, "big")
             else:
-                n = s.size if s.size is not None else rooms[s.symbol]
-                values[s.symbol] = rng.randbytes(n)
+                n = s.size if s.size is not None else rooms[s.name]
+                values[s.name] = rng.randbytes(n)
         yield Input(f"random #{i + 1}", values)
 
 
@@ -113,7 +141,7 @@ def read_inputs(directory: str, secrets: list[Secret], rooms: dict[str, int]) ->
     entries = sorted(root.iterdir(), key=lambda p: p.name)
     if len(entries) > MAX_INPUTS:
         raise UsageError(f"--inputs {directory}: more than {MAX_INPUTS:,} entries")
-    symbols = [s.symbol for s in secrets]
+    symbols = [s.name for s in secrets]
     out = []
     for entry in entries:
         if entry.name.startswith("."):
@@ -138,7 +166,8 @@ def _read(path: Path, symbol: str, room: int) -> bytes:
     except OSError as exc:
         raise InputMissingError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > room:
-        raise LoadError(f"{path}: more than {room:,} bytes, the size of '{symbol}'")
+        what = "a TRNG seed" if symbol == TRNG else f"the size of '{symbol}'"
+        raise LoadError(f"{path}: more than {room:,} bytes, {what}")
     return data
 
 

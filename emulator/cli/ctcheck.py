@@ -9,7 +9,8 @@ cycle) means exit 0. Otherwise the first input that disagrees with the first one
 run again beside it, both recording only the window of events where their
 checkpoints first differ, and the first differing event is reported: the instruction
 (symbol+offset, source line from DWARF), what each run did there, and the two inputs.
-Exit 1. docs/ct-check.md has the details and measured costs.
+Exit 1. docs/ct-check.md has the details and measured costs. With ``--apdus FILE`` a
+run is a card session over USB instead of a run to exit (emulator/cli/ctsession.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import io
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from capstone import CS_ARCH_ARM, CS_MODE_THUMB, Cs
@@ -28,14 +30,16 @@ from rich.table import Table
 from pkasim.analysis import ctinputs
 from pkasim.analysis.cthash import CK_SHIFT, STREAMS, CtHash, Digest, Event, Rec
 from pkasim.analysis.srclines import SourceLines
-from pkasim.base.errors import LoadError, PkasimError, UsageError
+from pkasim.base.errors import InputMissingError, LoadError, PkasimError, UsageError
 from pkasim.chip.config import DEFAULT_CHIP, ChipConfig, load_config
 from pkasim.chip.loader import Image, load_image
 from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, parse_int, read_file, setup_semihosting, symbol_file, write_text
+from pkasim.cli.ctsession import read_apdus, run_session
 from pkasim.cli.report import exit_code_for
 from pkasim.core.machine import Machine
 from pkasim.core.results import Stop, StopReason
 from pkasim.rsa.rsakey import KEY_SIZE
+from pkasim.usb.session import STATE_SYMBOL, read_state_file
 
 STREAM_TITLES = {"flow": "control flow", "mem": "memory addresses", "pka": "PKA operations"}
 STREAM_UNITS = {"flow": "events", "mem": "accesses", "pka": "operations"}
@@ -54,10 +58,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ct-check", help="check that control flow, memory addresses and PKA timing do not depend "
                                         "on secret inputs")
     p.add_argument("firmware", help="the ELF image to run")
-    p.add_argument("--secret", metavar="SYMBOL[=KIND:N]", type=ctinputs.parse_secret, action="append",
+    p.add_argument("--secret", metavar="SYMBOL[+OFFSET][=KIND:N]", type=ctinputs.parse_secret, action="append",
                    default=[], required=True,
-                   help="an ELF symbol that holds a secret (repeatable); KIND says how --random fills it: "
-                        "bytes:N, rsa-key:BITS, rsa-msg:BITS (default: random bytes, the symbol's size)")
+                   help="an ELF symbol that holds a secret, from byte OFFSET of it (repeatable); KIND says how "
+                        "--random fills it: bytes:N, rsa-key:BITS, rsa-msg:BITS (default: random bytes, the "
+                        f"symbol's size); {ctinputs.TRNG}: the TRNG's seed (secrets the firmware draws from it)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--inputs", metavar="DIR",
                      help="one input per file of DIR (one secret) or per subdirectory holding a file per secret")
@@ -73,6 +78,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--load", metavar="SYMBOL=FILE", type=symbol_file, action="append", default=[],
                    help="before each run, fill the object SYMBOL names with the bytes of FILE (repeatable)")
     p.add_argument("--host-dir", metavar="DIR", help="the firmware's host directory, as for run")
+    p.add_argument("--apdus", metavar="FILE",
+                   help="a card image: each run is a USB card session (enumeration, IccPowerOn, then these "
+                        "APDUs, one hex line each) ending at the last answer, not a run to exit")
+    p.add_argument("--state", metavar="FILE",
+                   help="with --apdus: the card's state file (as pkasim card, apdu and sign write it), loaded "
+                        "before each run; a secret at an offset in card_state is written over it")
     p.add_argument("--json", metavar="FILE", help="write the verdict as JSON ('-' for stdout)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only a divergence or an error")
 
@@ -87,6 +98,7 @@ class Run:
     cycles: int
     instructions: int
     exit_code: int | None
+    status_words: list[int] | None = None  # a card session's (--apdus)
 
     @property
     def complete(self) -> bool:
@@ -94,8 +106,8 @@ class Run:
 
     def agrees(self, other: Run) -> bool:
         return (self.complete and other.complete and
-                (self.digest.hashes[3], self.digest.counts[3], self.cycles) ==
-                (other.digest.hashes[3], other.digest.counts[3], other.cycles))
+                (self.digest.hashes[3], self.digest.counts[3], self.cycles, self.status_words) ==
+                (other.digest.hashes[3], other.digest.counts[3], other.cycles, other.status_words))
 
 
 class Checker:
@@ -106,13 +118,36 @@ class Checker:
         self.config: ChipConfig = load_config(args.config) if args.config else load_config()
         self.image: Image = load_image(args.firmware, self.config)
         self.fixed: list[tuple[str, bytes]] = []
+        if args.state is not None:
+            if not args.apdus:
+                raise UsageError("--state is the state file of a card image: give the session with --apdus")
+            if not Path(args.state).exists():
+                raise InputMissingError(f"{args.state}: no such file")
+            size = self.image.extent(STATE_SYMBOL, self.config)[1]
+            magic = Machine(self.config)
+            magic.load(self.image)
+            self.fixed.append((STATE_SYMBOL, read_state_file(Path(args.state), size,
+                                                             magic.read_symbol(STATE_SYMBOL, 4, initial=True))))
         for symbol, path in args.load:
             _, room, _ = self.image.extent(symbol, self.config)
             self.fixed.append((symbol, read_file(path, room, f"the size of '{symbol}'")))
+        if args.apdus and args.max_cycles is not None:
+            raise UsageError("--max-cycles: a card session (--apdus) has its own limit, 10 s of host time a command")
+        self.apdus: list[bytes] | None = read_apdus(args.apdus) if args.apdus else None
         self.rooms: dict[str, int] = {}
         for secret in args.secret:
-            _, room, _ = self.image.extent(secret.symbol, self.config)
-            self.rooms[secret.symbol] = room
+            if secret.symbol == ctinputs.TRNG:
+                if not any(hasattr(dev, "set_seed") for dev in Machine(self.config).peripherals.values()):
+                    raise UsageError(f"--secret {ctinputs.TRNG}: the chip ({self.config.source}) has no random "
+                                     "number generator")
+                self.rooms[secret.name] = ctinputs.TRNG_SEED_BYTES
+                continue
+            _, size, _ = self.image.extent(secret.symbol, self.config)
+            if secret.offset >= size:
+                raise LoadError(f"{args.firmware}: --secret {secret}: offset {secret.offset:,} is past the end of "
+                                f"'{secret.symbol}' ({size:,} bytes)")
+            room = size - secret.offset
+            self.rooms[secret.name] = room
             sec = self.image.section_of(self.image.symbol(secret.symbol).address)
             if sec is not None and sec.nobits:
                 raise LoadError(f"{args.firmware}: '{secret.symbol}' is in {sec.name}, which the startup code "
@@ -120,8 +155,10 @@ class Checker:
             want = secret.size if secret.kind == "bytes" else (
                 KEY_SIZE if secret.kind == "rsa-key" else (secret.size or 0) // 8)
             if want and want > room:
+                where = f"'{secret.symbol}'" if not secret.offset else \
+                    f"'{secret.symbol}' from offset {secret.offset:,}"
                 raise LoadError(f"{args.firmware}: --secret {secret}: {want:,} bytes do not fit in "
-                                f"'{secret.symbol}' ({room:,} bytes)")
+                                f"{where} ({room:,} bytes)")
         budget = args.max_cycles
         if budget is None:
             budget = DEFAULT_BUDGET_SECONDS * self.config.core.clock_hz
@@ -134,17 +171,37 @@ class Checker:
         setup_semihosting(m, self.args)
         for symbol, data in self.fixed:
             m.write_symbol(symbol, data)
-        for symbol, data in inp.values.items():
-            if len(data) > self.rooms[symbol]:
-                raise LoadError(f"input {inp.name}: {len(data):,} bytes do not fit in '{symbol}' "
-                                f"({self.rooms[symbol]:,} bytes)")
-            m.write_symbol(symbol, data)
+        for secret in self.args.secret:
+            data = inp.values[secret.name]
+            if len(data) > self.rooms[secret.name]:
+                raise LoadError(f"input {inp.name}: {len(data):,} bytes do not fit in '{secret.name}' "
+                                f"({self.rooms[secret.name]:,} bytes)")
+            if secret.symbol == ctinputs.TRNG:
+                for dev in m.peripherals.values():
+                    if hasattr(dev, "set_seed"):
+                        dev.set_seed(int.from_bytes(data, "little"))
+            elif secret.offset:  # into the object, over what --load put there
+                whole = bytearray(m.read_symbol(secret.symbol, initial=True))
+                whole[secret.offset:secret.offset + len(data)] = data
+                m.write_symbol(secret.symbol, bytes(whole))
+            else:
+                m.write_symbol(secret.symbol, data)
         return m
 
     def run(self, inp: ctinputs.Input, reference: Digest | None = None) -> Run:
         """One hashed run; with a reference, stopped soon after its first checkpoint
         that differs from the reference's."""
         m = self.machine(inp)
+        if self.apdus is not None:  # a card session (short: never stopped early), compared up to its answer
+            h = CtHash(m)
+            cut: list[tuple[Digest, int, int]] = []
+            try:
+                words = run_session(m, self.apdus, inp.name,
+                                    lambda: cut.append((h.result(complete=True), m.clock.now, m.instructions)))
+            finally:
+                h.close()
+            digest, cycles, instructions = cut[0]
+            return Run(inp, digest, cycles, instructions, None, words)
         h = CtHash(m, reference=reference)
         stopped = False
 
@@ -171,6 +228,13 @@ class Checker:
         progress stop after the window (the same stops as the hashed run's)."""
         m = self.machine(run.input)
         h = CtHash(m, record=window)
+        if self.apdus is not None:
+            try:
+                run_session(m, self.apdus, run.input.name, lambda: None)
+                upto = run.digest.counts[3]  # the events up to the answer (the hashed run's cut)
+                return [e for e in h.events() if e.index < upto], m
+            finally:
+                h.close()
 
         def tick(_cycles: int) -> None:
             if h.recorded:
@@ -311,12 +375,13 @@ def divergence(checker: Checker, ra: Run, rb: Run) -> dict[str, Any]:
 # ---------------------------------------------------------------------- the command
 
 def main(args: argparse.Namespace, console: Console) -> int:
-    symbols = [s.symbol for s in args.secret]
+    symbols = [s.name for s in args.secret]
     if len(set(symbols)) != len(symbols):
-        raise UsageError("--secret: each symbol once")
+        raise UsageError("--secret: each symbol (and offset) once")
     if args.random is not None and not 2 <= args.random <= ctinputs.MAX_INPUTS:
         raise UsageError(f"--random: between 2 and {ctinputs.MAX_INPUTS:,} inputs")
-    if args.inputs is not None and any(s.kind != "bytes" or s.size is not None for s in args.secret):
+    if args.inputs is not None and any((s.kind != "bytes" or s.size is not None) and s.symbol != ctinputs.TRNG
+                                       for s in args.secret):
         raise UsageError("--secret SYMBOL=KIND:N says how --random fills a secret; with --inputs give SYMBOL only")
     checker = Checker(args)
     if args.random is not None:
@@ -348,6 +413,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         "inputs": count,
         "runs": [{"input": r.input.name, "complete": r.complete, "cycles": r.cycles,
                   "instructions": r.instructions, "exit_code": r.exit_code,
+                  **({"status_words": [f"{sw:04X}" for sw in r.status_words]} if r.status_words is not None else {}),
                   **{s: r.digest.counts[i] for i, s in enumerate(STREAMS)}}
                  for r in runs],
     }
@@ -397,9 +463,14 @@ def report(console: Console, doc: dict[str, Any], runs: list[Run], odd: Run | No
     same = doc["identical"]["cycles"]
     table.add_row("cycles", "not compared (a run was stopped)" if same is None else
                   "identical" if same else "[red]differs[/red]", f"{first.cycles:,}")
-    codes = sorted({r.exit_code for r in runs if r.exit_code is not None})
-    table.add_row("firmware exit code", "identical" if len(codes) == 1 else "differs",
-                  ", ".join(map(str, codes)))
+    if first.status_words is not None:
+        words = {tuple(r.status_words or ()) for r in runs}
+        table.add_row("status words", "identical" if len(words) == 1 else "[red]differs[/red]",
+                      " ".join(f"{sw:04X}" for sw in first.status_words))
+    else:
+        codes = sorted({r.exit_code for r in runs if r.exit_code is not None})
+        table.add_row("firmware exit code", "identical" if len(codes) == 1 else "differs",
+                      ", ".join(map(str, codes)))
     console.print(table)
     if odd is None:
         console.print(f"[green]all {len(runs)} runs agree[/green]: no difference in control flow, memory "

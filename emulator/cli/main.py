@@ -106,8 +106,12 @@ def version_text() -> str:
     from pkasim.base import resources
 
     lines = [f"pkasim {pkasim.__version__}"]
+    from pkasim.native import engine
+
     major, minor, _ = unicorn.uc_version()
-    lines.append(f"unicorn {unicorn.__version__} (engine library {major}.{minor})")
+    which = (f"pkasim's engine {engine.patchset()}" if engine.selected() == "patched"
+             else f"the stock wheel's library {major}.{minor}")
+    lines.append(f"unicorn {unicorn.__version__} ({which})")
     chip = resources.default_chip()
     try:
         text = chip.read_text(encoding="utf-8", errors="replace")

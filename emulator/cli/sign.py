@@ -62,7 +62,8 @@ def load_key(path: str):
     except TypeError:
         raise LoadError(f"{path}: an encrypted private key; give it unencrypted (the card takes {SUPPORTED})") from None
     except ValueError as exc:
-        raise LoadError(f"{path}: not an unencrypted PEM private key ({str(exc).splitlines()[0]})") from None
+        raise LoadError(f"{path}: not an unencrypted PEM private key ({str(exc).splitlines()[0]}); the card signs "
+                        f"with {SUPPORTED}") from None
     try:
         kind = key_kind(key)
     except CardError:

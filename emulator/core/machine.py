@@ -106,7 +106,7 @@ class Machine:
         s.apsr_regid = A.UC_ARM_REG_APSR
         if engine.patched():
             core.count_blocks()  # the engine's generated code keeps the count (docs/engine.md)
-            fn = _ucmod.uclib.uc_pkasim_arm_regs  # r0-r14 read in place by the native hooks (patch 9)
+            fn = _ucmod.uclib.uc_pkasim_arm_regs  # r0-r14 read in place by the native hooks (patch 10)
             fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
             s.regs_ptr = fn(core.uch)
             s.align_enabled = 0  # the engine faults on unaligned accesses itself (ARMv6-M)

@@ -129,6 +129,17 @@ def require() -> None:
         raise UsageError(_problem)
 
 
+def patchset() -> str | None:
+    """The patch set the running engine reports (``2.1.4+pkasim.<hash>``), or None on the
+    stock wheel."""
+    if select() != "patched":
+        return None
+    from unicorn.unicorn_py3 import unicorn as binding
+    fn = binding.uclib.uc_pkasim_patchset
+    fn.restype = ctypes.c_char_p
+    return (fn() or b"").decode(errors="replace")
+
+
 def patched() -> bool:
     """Whether this process runs on pkasim's engine."""
     return select() == "patched"

@@ -12,6 +12,7 @@ in ms) are kept apart: with a clock error they differ, and reports show both.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pkasim.base import userfiles
-from pkasim.base.errors import InputMissingError, OutputError, PkasimError
+from pkasim.base.errors import InputMissingError, LoadError, OutputError, PkasimError
 from pkasim.core.results import StopReason
 from pkasim.peripherals.usb import Usb
 from pkasim.usb.descriptors import Descriptors, parse_string
@@ -31,6 +32,33 @@ RESET_RECOVERY_MS = 10  # USB 2.0 7.1.7.5: TRSTRCY
 SET_ADDRESS_MS = 2  # USB 2.0 9.2.6.3: TDSETADDR
 MAX_MESSAGE = 1600
 STATE_SYMBOL = "card_state"
+STATE_CHECK_BYTES = 32  # a card-state file ends with the SHA-256 of what precedes it
+
+
+def state_check(state: bytes) -> bytes:
+    """The checksum a card-state file ends with: SHA-256 of a label and card_state."""
+    return hashlib.sha256(b"pkasim card state\0" + state).digest()
+
+
+def read_state_file(path: Path, size: int, magic: bytes) -> bytes:
+    """card_state's bytes from a card-state file (card_state, then its state_check),
+    read up to one byte past the expected size. A file of another size or magic, or
+    whose checksum does not match (a damaged file), is a LoadError (exit 65): refused
+    whole, no byte of it used."""
+    try:
+        data = userfiles.read_bounded(path, size + STATE_CHECK_BYTES)
+    except OSError as exc:
+        raise InputMissingError(f"{path}: cannot read the card state: {exc.strerror or exc}") from None
+    want = size + STATE_CHECK_BYTES
+    if len(data) != want or data[:4] != magic:
+        got = f"more than {want}" if len(data) > want else f"{len(data)}"
+        raise LoadError(f"{path}: not a card-state file of this firmware ({got} bytes, expected {want} starting "
+                        f"with the magic: card_state's {size} and a {STATE_CHECK_BYTES}-byte SHA-256)")
+    state, check = data[:size], data[size:]
+    if state_check(state) != check:
+        raise LoadError(f"{path}: the card state is damaged (its SHA-256 does not match its contents): refused, "
+                        "nothing of it used")
+    return state
 
 
 class CardError(PkasimError):
@@ -108,30 +136,29 @@ class CardSession:
 
     # ------------------------------------------------------------- state file
     def load_state(self) -> bool:
-        """Put the card-state file's bytes into the firmware's card_state (before
-        reset, so they survive the startup copy of .data); False if there is no file.
-        Only a regular file is read, and at most one byte more than card_state holds."""
+        """Put the card-state file's card_state into the firmware's (before reset, so
+        it survives the startup copy of .data); False if there is no file. Only a
+        regular file is read, and at most one byte more than a state file holds; a
+        foreign or damaged file is refused whole (read_state_file)."""
         if self.state_path is None or not (self.state_path.exists() or self.state_path.is_symlink()):
             return False
         size = len(self.m.read_symbol(STATE_SYMBOL))
-        try:
-            data = userfiles.read_bounded(self.state_path, size)
-        except OSError as exc:
-            raise InputMissingError(f"{self.state_path}: cannot read the card state: {exc.strerror or exc}") from None
-        if len(data) != size or data[:4] != self.m.read_symbol(STATE_SYMBOL, 4, initial=True):
-            got = f"more than {size}" if len(data) > size else f"{len(data)}"
-            raise CardError(f"{self.state_path}: not a card-state file of this firmware "
-                            f"({got} bytes, expected {size} starting with the magic)")
+        data = read_state_file(self.state_path, size, self.m.read_symbol(STATE_SYMBOL, 4, initial=True))
         self.m.write_symbol(STATE_SYMBOL, data)
         self.m.reset()
         return True
 
+    def state_bytes(self) -> bytes:
+        """What a card-state file holds now: card_state, then its checksum."""
+        state = self.m.read_symbol(STATE_SYMBOL)
+        return state + state_check(state)
+
     def save_state(self) -> None:
-        """Write card_state to the state file atomically (a temporary file renamed over
-        it): a failure leaves the previous state whole, never a torn one."""
+        """Write card_state and its checksum to the state file atomically (a temporary
+        file renamed over it): a failure leaves the previous state whole, never a torn one."""
         if self.state_path is not None:
             try:
-                userfiles.write_atomically(self.state_path, self.m.read_symbol(STATE_SYMBOL))
+                userfiles.write_atomically(self.state_path, self.state_bytes())
             except OSError as exc:
                 raise OutputError(f"{self.state_path}: cannot write the card state: {exc.strerror or exc}") from None
 
@@ -308,4 +335,5 @@ def frames_of(packets: list[Packet]) -> set[int]:
     return {p.frame for p in packets}
 
 
-__all__ = ["Breakdown", "CardError", "CardSession", "Exchange", "UsbError", "short_or_extended", "frames_of"]
+__all__ = ["Breakdown", "CardError", "CardSession", "Exchange", "UsbError", "frames_of", "read_state_file",
+           "short_or_extended", "state_check"]
