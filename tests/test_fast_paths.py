@@ -333,3 +333,37 @@ def test_loop_verdicts_made_natively_equal_the_run_loops_and_change_nothing(make
     assert outcomes[0] == outcomes[1]
     assert tables[0] == tables[1]
     assert tables[0]
+
+
+def _xrsa_win_at(make_machine, elf, natively: bool, cycles: int):
+    key = demo_key(2048)
+    m = make_machine()
+    m.load(elf("xrsa_win"))
+    m._loop.native_verdicts = natively
+    for name, data in [("rsa_input_key", key.pack()), ("rsa_input_msg", (0x1234567 % key.n).to_bytes(256, "big")),
+                       ("rsa_op", bytes(4)), ("rsa_check", bytes(4))]:
+        m.write_symbol(name, data)
+    assert m.run(max_cycles=cycles).reason == StopReason.BUDGET
+    return m
+
+
+def test_breakpoint_added_in_a_loop_decided_natively_stops_where_python_verdicts_stop(make_machine, elf):
+    """A polling loop idle.c decided itself (the run loop never saw it) is decided again
+    when a breakpoint comes into its code: the run stops at the breakpoint at the same
+    cycle as with every verdict Python's."""
+    m = _xrsa_win_at(make_machine, elf, True, 200_000)
+    s = m.core.state
+    idle = sorted(s.verdict_addr[i] & ~1 for i in range(native.VERDICTS)
+                  if s.verdict_addr[i] != 0xFFFFFFFF and s.verdict[i] & 3 == 1
+                  and (s.verdict_addr[i], s.verdict_end[i]) not in m._loop._loops)
+    hits = 0
+    for start in idle:
+        stops = []
+        for natively in (True, False):
+            m = _xrsa_win_at(make_machine, elf, natively, 200_000)
+            m.add_breakpoint(start)
+            r = m.run(max_cycles=BUDGET)
+            stops.append((r.reason, m.core.pc, r.cycles))
+        assert stops[0] == stops[1]
+        hits += stops[0][:2] == (StopReason.BREAKPOINT, start)
+    assert hits >= 2  # (a loop of the start-up code is not entered again)
