@@ -40,15 +40,25 @@ CASES = [
     ("fuzz", {}, 10**7),
 ] + [("fault", {"fault_kind": kind, "fault_handler_mode": mode}, 10**6) for kind in range(7) for mode in (0, 1)]
 
+# The same with flash wait states: data reads from flash and the fetch rule (counted by
+# the engine's generated code on pkasim's engine, by hooks on the stock wheel).
+WAIT_STATE_CASES = [c for c in CASES if c[0] in ("hello", "systick", "calls", "nested", "anywhere", "bench", "compute",
+                                               "kernels", "xrsa_win", "xrsa_win_sram", "ecc_soft", "fuzz")] + [
+    c for c in CASES if c[0] == "fault" and c[1]["fault_handler_mode"] == 1]
+
 CHILD = r"""
-import io, json, sys
+import dataclasses, io, json, sys
 from pkasim.chip.config import load_config
 from pkasim.core.machine import Machine
 from pkasim.native import engine
+config = load_config()
+if len(sys.argv) > 3:  # flash wait states
+    flash = dataclasses.replace(config.flash, wait_states=int(sys.argv[3]))
+    config = dataclasses.replace(config, memory={**config.memory, "flash": flash})
 out = []
 for image, symbols, budget in json.loads(sys.argv[1]):
     stdout, stderr = io.BytesIO(), io.BytesIO()
-    m = Machine(load_config(), stdout=stdout, stderr=stderr)
+    m = Machine(config, stdout=stdout, stderr=stderr)
     m.load(f"{sys.argv[2]}/{image}.elf")
     for name, value in symbols.items():
         m.write_symbol(name, value.to_bytes(4, "little"))
@@ -64,9 +74,10 @@ print(json.dumps({"engine": engine.selected(), "runs": out}))
 """
 
 
-def _run_child(engine: str, build_dir: Path) -> dict:
+def _run_child(engine: str, build_dir: Path, cases: list = CASES, wait_states: int | None = None) -> dict:
     env = {**os.environ, "PKASIM_ENGINE": engine}
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(CASES), str(build_dir)], env=env,
+    extra = [] if wait_states is None else [str(wait_states)]
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cases), str(build_dir), *extra], env=env,
                           capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -94,6 +105,31 @@ def both_engines(build_dir: Path) -> tuple[dict, dict]:
 def test_firmware_runs_identically_on_both_engines(both_engines, index):
     stock, patched = both_engines
     assert patched["runs"][index] == stock["runs"][index]
+
+
+@pytest.fixture(scope="module")
+def both_engines_wait_states(build_dir: Path) -> tuple[dict, dict]:
+    problem = _engine_problem()
+    if problem:
+        pytest.skip(f"pkasim's engine is not available here: {problem}")
+    stock = _run_child("stock", build_dir, WAIT_STATE_CASES, wait_states=2)
+    patched = _run_child("patched", build_dir, WAIT_STATE_CASES, wait_states=2)
+    return stock, patched
+
+
+@pytest.mark.parametrize("index", range(len(WAIT_STATE_CASES)),
+                         ids=[f"{c[0]}-{'-'.join(map(str, c[1].values()))}" for c in WAIT_STATE_CASES])
+def test_flash_wait_states_count_identically_on_both_engines(both_engines_wait_states, index):
+    stock, patched = both_engines_wait_states
+    assert patched["runs"][index] == stock["runs"][index]
+
+
+def test_flash_wait_states_cost_cycles_on_pkasims_engine(both_engines, both_engines_wait_states):
+    """The wait-state runs are not the plain runs again (the inline count is on)."""
+    plain = {(c[0], json.dumps(c[1])): r for c, r in zip(CASES, both_engines[1]["runs"])}
+    for case, run in zip(WAIT_STATE_CASES, both_engines_wait_states[1]["runs"]):
+        if case[0] in ("compute", "kernels"):
+            assert run["cycles"] > plain[(case[0], json.dumps(case[1]))]["cycles"]
 
 
 def test_unknown_engine_choice_is_a_usage_error_on_one_line(build_dir):
@@ -173,3 +209,67 @@ def test_a_watchpoint_leaves_the_cycle_count_unchanged_on_both_engines(build_dir
     stock, patched = _watched("stock", build_dir / "xrsa.elf"), _watched("patched", build_dir / "xrsa.elf")
     assert patched["engine"] == "patched"
     assert patched["hits"] == stock["hits"] and patched["cycles"] == stock["cycles"]
+
+
+# Watchpoints on pages with hot accesses: on pkasim's engine the generated code finds
+# the watched range by its address (patch 12) instead of sending the page to the slow
+# path; each hit must stop at the same instruction and cycle as on the stock wheel.
+# (image, symbols, watched symbol, offset, bytes, kind, flash wait states)
+HOT_WATCHES = [
+    ("compute", {"iterations": 2}, "compute_checksum", 0, 4, "write", 0),  # shares its page with the product
+    ("compute", {"iterations": 1}, "r", 0x40, 4, "write", 0),  # a product word: written by every multiply
+    ("compute", {"iterations": 1}, "a", 0x20, 4, "access", 1),  # an operand word, read and written
+    ("kernels", {"iterations": 1}, "haystack", 0x10, 4, "read", 1),  # a table in flash, read with wait states
+    # more watchpoints than the engine tests inline (4 per kind): the rest slow their pages
+    ("compute", {"iterations": 1}, "r", [0x100, 0x140, 0x180, 0x1C0, 0x1F8], 4, "write", 0),
+]
+
+HOT_WATCH_RUN = """
+import dataclasses, io, json, sys
+from pkasim import Machine, load_config
+from pkasim.native import engine
+out = []
+for image, symbols, name, offset, size, kind, ws in json.loads(sys.argv[1]):
+    config = load_config()
+    config = dataclasses.replace(config, memory={**config.memory,
+                                                 "flash": dataclasses.replace(config.flash, wait_states=ws)})
+    m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
+    m.load(f"{sys.argv[2]}/{image}.elf")
+    for sym, value in symbols.items():
+        m.write_symbol(sym, value.to_bytes(4, "little"))
+    for off in offset if isinstance(offset, list) else [offset]:
+        m.add_watchpoint(m.image.symbol(name).address + off, size, kind)
+    hits = []
+    while len(hits) < 60:
+        r = m.run(max_cycles=10**8)
+        if r.watch is None:
+            break
+        hits.append([m.pc, m.cycles, r.watch.pc, r.watch.access])
+    out.append({"hits": hits, "cycles": m.cycles, "insns": r.instructions, "exit": r.exit_code,
+                "reason": r.reason.value})
+print(json.dumps({"engine": engine.selected(), "runs": out}))
+"""
+
+
+@pytest.fixture(scope="module")
+def hot_watches(build_dir: Path) -> tuple[dict, dict]:
+    problem = _engine_problem()
+    if problem:
+        pytest.skip(f"pkasim's engine is not available here: {problem}")
+    runs = []
+    for engine_name in ("stock", "patched"):
+        done = subprocess.run([sys.executable, "-c", HOT_WATCH_RUN, json.dumps(HOT_WATCHES), str(build_dir)],
+                              env={**os.environ, "PKASIM_ENGINE": engine_name}, capture_output=True, text=True,
+                              timeout=600, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert [r["engine"] for r in runs] == ["stock", "patched"]
+    return runs[0], runs[1]
+
+
+@pytest.mark.parametrize("index", range(len(HOT_WATCHES)),
+                         ids=[f"{w[0]}-{w[2]}-{w[5]}-{i}" for i, w in enumerate(HOT_WATCHES)])
+def test_a_watchpoint_on_a_page_with_hot_accesses_stops_alike_on_both_engines(hot_watches, index):
+    stock, patched = hot_watches
+    assert stock["runs"][index]["hits"], "the watchpoint never triggered: the case tests nothing"
+    assert patched["runs"][index] == stock["runs"][index]

@@ -95,6 +95,20 @@ def test_the_same_seed_gives_the_same_traces_on_any_number_of_workers(elf, tmp_p
                           np.load(b.with_suffix(".inputs.npz"))["in_aes_pt"])
 
 
+def test_a_dask_cluster_gives_the_tvla_of_one_process(elf, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    common = ["tvla", elf("aes"), "--window", "aes_round#1", "--fixed", f"aes_pt={PT}", "--random", "aes_pt",
+              "--traces", 40, "--noise", 5, "--seed", 3, "-q"]
+    assert run([*common, "--json", tmp_path / "one.json"]) == 1
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster:
+        assert run([*common, "--engine", "dask", "--scheduler", cluster.scheduler_address,
+                    "--json", tmp_path / "d.json"]) == 1
+    one, dask = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "d"))
+    assert (one["max_abs_t"], one["leaking_samples"], one["max_at"]) == (dask["max_abs_t"], dask["leaking_samples"],
+                                                                         dask["max_at"])
+
+
 def test_a_riscure_trace_set_holds_the_same_traces(elf, tmp_path):
     trsfile = pytest.importorskip("trsfile")
     out = tmp_path / "t.npy"
@@ -191,18 +205,83 @@ def test_every_trace_draws_its_own_numbers_from_the_trng(elf, repo, tmp_path):
         assert aes(bytes.fromhex(KEY), (s0 ^ s1).tobytes()) == (c0 ^ c1).tobytes()
 
 
-def test_rsa_exponent_blinding_hides_the_exponent_from_a_tvla(elf, tmp_path):
+@pytest.mark.parametrize("blind", [0, 1, 2, 3])
+def test_the_rsa_signer_signs_right_with_every_blinding(elf, blind):
+    # rsa_check: the signature equals the demo key's (exit 0), blinded or not
     from pkasim import Machine, load_config
 
     m = Machine(load_config())
     m.load(elf("rsa_power"))
-    dq = m.read_symbol("rsa_dq", initial=True).hex()
-    plain = run(["tvla", elf("rsa_power"), "--window", "cycles:2371-5370", "--fixed", f"rsa_dq={dq}",
-                 "--random", "rsa_dq", "--traces", 60, "--noise", 10, "-q"])
-    blinded = run(["tvla", elf("rsa_power"), "--window", "cycles:5114-8113", "--fixed", "rsa_blind=01000000",
-                   "--fixed", f"rsa_dq={dq}", "--random", "rsa_dq", "--random", "rsa_rand", "--traces", 60,
-                   "--noise", 10, "-q"])
-    assert (plain, blinded) == (1, 0)
+    m.write_symbol("rsa_blind", bytes([blind, 0, 0, 0]))
+    assert m.run(max_cycles=10**7).exit_code == 0
+
+
+def _exp_start(elf, blind: int) -> int:
+    """The first cycle of the exponentiation mod q (rsa_exp's first call)."""
+    from pkasim import load_config
+    from pkasim.analysis.power import Setup, Tracer
+    from pkasim.analysis.windows import parse_window
+
+    tracer = Tracer(Setup(elf("rsa_power"), load_config()))
+    return tracer.reference(parse_window("rsa_exp#1"), {"rsa_blind": bytes([blind, 0, 0, 0])}).lo
+
+
+@pytest.fixture(scope="module")
+def rsa_dq(elf) -> str:
+    from pkasim import Machine, load_config
+
+    m = Machine(load_config())
+    m.load(elf("rsa_power"))
+    return m.read_symbol("rsa_dq", initial=True).hex()
+
+
+def _rsa_tvla(elf, blind: int, dq: str, *extra) -> int:
+    lo = _exp_start(elf, blind)
+    return run(["tvla", elf("rsa_power"), "--window", f"cycles:{lo}-{lo + 1999}", "--fixed",
+                f"rsa_blind={blind:02x}000000", "--fixed", f"rsa_dq={dq}", "--random", "rsa_dq", "--traces", 200,
+                "--noise", 10, "--seed", 1, "-q", *extra])
+
+
+@pytest.mark.parametrize(("blind", "verdict"), [(0, 1), (1, 0), (2, 1), (3, 0)],
+                         ids=["none-leaks", "exponent-blinding-passes", "message-blinding-alone-leaks",
+                              "both-pass"])
+def test_rsa_exponent_tvla_passes_only_with_exponent_blinding(elf, rsa_dq, blind, verdict):
+    # message blinding randomises the PKA's operands, but the exponent's bits still
+    # choose the slots and the exponent words the CPU reads (docs/power.md)
+    assert _rsa_tvla(elf, blind, rsa_dq) == verdict
+
+
+def test_the_rsa_blinding_randomness_comes_from_the_trng(elf, tmp_path):
+    out = tmp_path / "r.npy"
+    assert run(["power", elf("rsa_power"), "--window", "rsa_blind_exponent#1", "--fixed", "rsa_blind=01000000",
+                "--traces", 3, "--output", "rsa_rand", "--out", out, "-q"]) == 0
+    drawn = np.load(out.with_suffix(".inputs.npz"))["out_rsa_rand"]
+    assert len({r.tobytes() for r in drawn}) == 3 and all(r.any() for r in drawn)  # a fresh draw per trace
+
+
+def test_the_first_trace_of_a_fresh_worker_lines_up_with_the_reference(elf, tmp_path):
+    # a worker's first run decides the PKA's polling loop (idle.c) while it runs: without
+    # a warm-up run its instructions in the window differ from the reference's
+    out = tmp_path / "w.npy"
+    assert run(["power", elf("rsa_power"), "--window", "cycles:3000-3999", "--random", "rsa_dq", "--traces", 3,
+                "--jobs", 2, "--out", out, "-q"]) == 0
+    assert np.load(out.with_suffix(".inputs.npz"))["aligned"].all()
+
+
+def test_a_bivariate_tvla_finds_the_masked_shares_the_univariate_ones_miss(elf, repo, tmp_path):
+    # the masked AES's input stage loads the plaintext's shares u and p ^ u at different
+    # cycles: no sample depends on p, the product of the two samples does
+    gen = repo / "firmware" / "images" / "aes_masked_inputs.py"
+    common = ["tvla", elf("aes_masked"), "--window", "aes_masked.c:197-203", "--inputs", f"{gen}:shares",
+              "--traces", 600, "--noise", 5, "--seed", 1, "-q"]
+    report = tmp_path / "b.json"
+    assert run([*common, "--order", 1]) == 0
+    assert run([*common, "--order", 2]) == 0
+    assert run([*common, "--order", 2, "--pairs", 16, "--json", report]) == 1
+    doc = json.loads(report.read_text())
+    assert doc["pairs"] == {"max_distance": 16, "count": doc["pairs"]["count"]} and doc["leaking_pairs"] > 0
+    lines = {doc["max_at"]["line"], doc["max_at"]["paired_with"]["line"]}
+    assert lines == {198, 201}  # in1[i] (u) and in0[i] (p ^ u)
 
 
 # ---------------------------------------------------------------------- bad input
@@ -294,3 +373,14 @@ def test_a_python_intermediate_attacks_like_the_built_in_one(aes_set, tmp_path):
                      "S = np.frombuffer(AES_SBOX, dtype=np.uint8)\n\n"
                      "def predict(inputs, byte, guess):\n    return HW8[S[inputs['aes_pt'][:, byte] ^ guess]]\n")
     assert run(["cpa", aes_set, "--intermediate", f"{model}:predict", "--bytes", 2, "--key", KEY[:4], "-q"]) == 0
+
+
+def test_pairs_without_second_order_is_exit_64(elf, capsys):
+    code = run(["tvla", elf("aes"), "--fixed", f"aes_pt={PT}", "--random", "aes_pt", "--traces", 10, "--pairs", 4])
+    one_error_line(capsys, code, 64, "--pairs 4", "--order 2")
+
+
+def test_too_many_pairs_is_exit_64(elf, capsys):
+    code = run(["tvla", elf("aes"), "--window", "aes_encrypt", "--fixed", f"aes_pt={PT}", "--random", "aes_pt",
+                "--traces", 10, "--order", 2, "--pairs", 100000])
+    one_error_line(capsys, code, 64, "pairs over", "at most")

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pkasim.analysis.power import aes_sbox_hw, cpa
-from pkasim.analysis.power.stats import HW8, Moments, welch_t
+from pkasim.analysis.power.stats import HW8, Moments, PairMoments, Pairs, welch_t, welch_t_pairs
 
 SBOX = np.frombuffer(bytes.fromhex(
     "637c777bf26b6fc53001672bfed7ab76ca82c97dfa5947f0add4a2af9ca472c0"
@@ -91,3 +91,64 @@ def test_cpa_on_noise_recovers_nothing_reliably():
     pt = rng.integers(0, 256, (60, 2), dtype=np.uint8)
     result = cpa(rng.normal(0, 1, (60, 8)), {"pt": pt}, aes_sbox_hw("pt"), range(2), key=b"\x11\x22")
     assert result.traces_needed is None or result.recovered < 2
+
+
+def _centred_products(x: np.ndarray, pairs) -> np.ndarray:
+    i, j = pairs.index()
+    c = x - x.mean(axis=0)
+    return c[:, i] * c[:, j]
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 9), min_size=1, max_size=6), distance=st.integers(1, 5),
+       seed=st.integers(0, 2**32))
+def test_merged_pair_moments_equal_the_centred_products_of_all_traces(sizes, distance, seed):
+    rng = np.random.default_rng(seed)
+    pairs = Pairs(6, min(distance, 5))
+    batches = [rng.normal(3.0, 2.0, (n, 6)) for n in sizes]
+    acc = PairMoments.empty(pairs)
+    for b in batches:
+        acc.merge(PairMoments.of(b, pairs))
+    whole = np.concatenate(batches)
+    assert acc.n == len(whole)
+    if len(whole) < 2:
+        return
+    p = _centred_products(whole, pairs)
+    mean, var = acc.centred_product()
+    assert np.allclose(mean, p.mean(axis=0), rtol=1e-9, atol=1e-6)
+    assert np.allclose(var, p.var(axis=0, ddof=1), rtol=1e-7, atol=1e-6)
+
+
+def test_pairs_are_every_two_samples_within_the_distance():
+    pairs = Pairs(5, 2)
+    i, j = pairs.index()
+    assert pairs.count == len(i) == 7
+    assert set(zip(i.tolist(), j.tolist())) == {(0, 1), (1, 2), (2, 3), (3, 4), (0, 2), (1, 3), (2, 4)}
+    assert [pairs.pair(k) for k in range(pairs.count)] == list(zip(i.tolist(), j.tolist()))
+
+
+def test_bivariate_t_finds_shares_leaking_at_different_samples():
+    # a byte x in two shares, x ^ m at sample 1 and m at sample 3, as Hamming weights plus
+    # noise: no sample's mean or variance depends on x, the product of samples 1 and 3 does
+    # (its mean is (8 - 2 HW(x)) / 4: the fixed x needs HW(x) != 4)
+    rng = np.random.default_rng(3)
+    n = 4000
+
+    def group(fixed: bool) -> np.ndarray:
+        x = np.full(n, 0x03, dtype=np.uint8) if fixed else rng.integers(0, 256, n, dtype=np.uint8)
+        m = rng.integers(0, 256, n, dtype=np.uint8)
+        t = rng.normal(0, 0.5, (n, 4))
+        t[:, 1] += HW8[x ^ m]
+        t[:, 3] += HW8[m]
+        return t
+
+    a, b = group(True), group(False)
+    assert np.abs(welch_t(Moments.of(a, 2), Moments.of(b, 2), 1)).max() < 4.5
+    assert np.abs(welch_t(Moments.of(a, 2), Moments.of(b, 2), 2)).max() < 4.5
+    pairs = Pairs(4, 3)
+    t = welch_t_pairs(PairMoments.of(a, pairs), PairMoments.of(b, pairs))
+    expected = (_centred_products(a, pairs).mean(0) - _centred_products(b, pairs).mean(0))
+    assert np.all(np.sign(t[expected != 0]) == np.sign(expected[expected != 0]))
+    peak = int(np.argmax(np.abs(t)))
+    assert pairs.pair(peak) == (1, 3) and abs(t[peak]) > 4.5
+    assert (np.abs(np.delete(t, peak)) < 4.5).all()

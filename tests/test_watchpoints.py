@@ -187,3 +187,47 @@ def test_a_load_in_the_middle_of_a_translated_block_is_found_exactly(make_machin
     assert result.reason == StopReason.WATCHPOINT and m.describe(result.watch.pc).startswith("crt_exp+")
     ref = forward_reference(make, result.watch.pc, m.instructions)
     assert (ref.cycles, ref.instructions, ref.registers()) == (m.cycles, m.instructions, m.registers())
+
+
+def test_stores_just_below_a_watched_word_do_not_stop_the_run(compute):
+    """compute.elf's checksum word follows its product array, whose last words lie in the
+    bytes below the range the hook covers (for multiple stores reaching it); the run
+    stops only where the checksum itself is written."""
+    m = compute()
+    m.write_symbol("iterations", (2).to_bytes(4, "little"))
+    checksum = m.image.symbol("compute_checksum").address
+    w = m.add_watchpoint("compute_checksum", 4, "write")
+    hits = []
+    while (r := m.run(max_cycles=10**8)).reason == StopReason.WATCHPOINT:
+        hits.append(r.watch.address)
+    assert r.reason == StopReason.EXIT and r.exit_code == 0
+    assert hits and set(hits) == {checksum} and w.address == checksum
+
+
+def test_a_read_watchpoint_on_flash_data_with_wait_states_keeps_the_forward_counts(make_machine, config, elf):
+    """kernels.elf's string search reads a table in flash: each stop at such a read is at
+    the count a run without the watchpoint has after that instruction (the read's wait
+    state is paid once; a block entered at the upper half of a flash word keeps its
+    entry fetch when stopped inside), and the run ends with the unwatched count."""
+    import dataclasses
+
+    ws_config = dataclasses.replace(config, memory={**config.memory,
+                                                    "flash": dataclasses.replace(config.flash, wait_states=1)})
+
+    def make():
+        m = make_machine(ws_config)
+        m.load(elf("kernels"))
+        m.write_symbol("iterations", (1).to_bytes(4, "little"))
+        return m
+
+    plain = make()
+    assert plain.run(max_cycles=10**8).reason == StopReason.EXIT
+    m = make()
+    m.add_watchpoint(m.image.symbol("haystack").address + 0x10, 4, "read")
+    hits = []
+    while (r := m.run(max_cycles=10**8)).reason == StopReason.WATCHPOINT:
+        hits.append((r.watch.pc, m.instructions, m.cycles))
+    assert r.reason == StopReason.EXIT and m.cycles == plain.cycles
+    assert len(hits) >= 6
+    for pc, instructions, cycles in hits[:6]:
+        assert forward_reference(make, pc, instructions).cycles == cycles

@@ -108,6 +108,9 @@ POWER_TRACES_MAX = 100_000_000
 # Samples (cycles) of one trace's window: a TVLA keeps five float64 sums per sample and
 # group (320 MiB at this size), a chunk of traces 32 MiB.
 POWER_WINDOW_MAX_CYCLES = 1 << 22
+# Pairs of samples of a bivariate TVLA (`tvla --order 2 --pairs D`): four float64
+# co-moments per pair and group (32 MiB per group at this size), sent back by every chunk.
+POWER_PAIRS_MAX = 1 << 20
 # One `--fixed SYMBOL=HEX` value, in bytes (an object is at most a memory region anyway).
 POWER_FIXED_MAX_BYTES = 1 << 16
 # A weight of the chip file's power: section (a larger one is a typo, not a model).

@@ -182,12 +182,12 @@ class Prepared:
         self.config = config
 
     def campaign(self, args: argparse.Namespace, traces: int, kind: str, order: int = 1,
-                 outputs: tuple[str, ...] = ()):
+                 outputs: tuple[str, ...] = (), pairs: int = 0):
         from pkasim.analysis.power.campaign import Campaign
 
         r = self.reference
         return Campaign(self.setup, self.spec, r.lo, r.hi, r.digest, traces, args.noise, args.seed, kind, order,
-                        outputs)
+                        outputs, pairs)
 
     def engine(self, args: argparse.Namespace):
         """None (this process), a local pool, or a Dask client; the command's own tracer

@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="traces in all (at least 4: two per group); half in each group")
     p.add_argument("--order", type=int, choices=(1, 2), default=1,
                    help="1: compare the groups' means (default); 2: their variances (centred squares)")
+    p.add_argument("--pairs", metavar="D", type=_distance, default=0,
+                   help="with --order 2: bivariate, the centred product of every two samples at most D cycles apart "
+                        "(shares of a masked value that leak at different cycles); default: univariate")
     p.add_argument("--json", metavar="FILE", help="the verdict and statistics as JSON (schema pkasim.tvla/1; - for stdout)")
     p.add_argument("--plot", metavar="FILE", help="t over the window with the +-4.5 lines (PNG, SVG or PDF)")
     add_campaign_options(p)
@@ -45,6 +48,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--traces {args.traces}: a TVLA needs at least 2 traces in each group (4 in all)")
     fixed = {s for s, _ in args.fixed}
     tested = sorted(s for s, _ in args.random if s in fixed)
+    if args.pairs and args.order != 2:
+        raise UsageError(f"--pairs {args.pairs}: a bivariate test is second order: give --order 2")
     if not tested and not args.inputs:
         raise UsageError("nothing differs between the groups: give the tested input both --fixed SYM=HEX (the "
                          "fixed group's value) and --random SYM (the random group's), or --inputs MODULE:FUNCTION")
@@ -52,10 +57,15 @@ def main(args: argparse.Namespace, console: Console) -> int:
         need("matplotlib", "power", "pkasim tvla --plot")
     prep = Prepared(args, console)
     from pkasim.analysis.power import campaign as cm
-    from pkasim.analysis.power.stats import THRESHOLD, Moments, welch_t
+    from pkasim.analysis.power.stats import THRESHOLD, Moments, PairMoments, welch_t, welch_t_pairs
 
-    camp = prep.campaign(args, args.traces, "tvla", order=args.order)
-    groups = {"fixed": Moments.empty(camp.samples, args.order), "random": Moments.empty(camp.samples, args.order)}
+    pairs = _pairs(args.pairs, prep.reference.cycles) if args.pairs else None
+    camp = prep.campaign(args, args.traces, "tvla", order=args.order, pairs=pairs.distance if pairs else 0)
+    if pairs is not None:
+        groups = {"fixed": PairMoments.empty(pairs), "random": PairMoments.empty(pairs)}
+    else:
+        groups = {"fixed": Moments.empty(camp.samples, args.order),
+                  "random": Moments.empty(camp.samples, args.order)}
     counts = {"misaligned": 0, "instructions": 0}
     engine = prep.engine(args)
     start = time.perf_counter()
@@ -76,12 +86,31 @@ def main(args: argparse.Namespace, console: Console) -> int:
     wall = time.perf_counter() - start
     import numpy as np
 
-    t = welch_t(groups["fixed"], groups["random"], args.order)
-    over = np.abs(t) > THRESHOLD
-    leaks = bool(over.any())
     ref = prep.reference
-    first = int(np.argmax(over)) if leaks else None
-    peak = int(np.argmax(np.abs(t)))
+    if pairs is None:
+        t = welch_t(groups["fixed"], groups["random"], args.order)
+        over = np.abs(t) > THRESHOLD
+        leaks = bool(over.any())
+        first = int(np.argmax(over)) if leaks else None
+        peak = int(np.argmax(np.abs(t)))
+        at_peak, at_first, leaking, per_sample = where(prep, peak), where(prep, first) if leaks else None, \
+            int(over.sum()), t
+    else:
+        t = welch_t_pairs(groups["fixed"], groups["random"])
+        over = np.abs(t) > THRESHOLD
+        leaks = bool(over.any())
+        i, j = pairs.index()
+        peak = int(np.argmax(np.abs(t)))
+        at_peak = where_pair(prep, pairs, peak)
+        at_first = None
+        if leaks:  # the pair whose later sample comes first: when a leak is first complete
+            hits = np.flatnonzero(over)
+            first = int(hits[np.lexsort((i[hits], j[hits]))[0]])
+            at_first = where_pair(prep, pairs, first)
+        leaking = len(np.union1d(i[over], j[over]))
+        per_sample = np.zeros(pairs.samples)  # for the plot: each sample's largest |t| over its pairs
+        np.maximum.at(per_sample, i, np.abs(np.nan_to_num(t, posinf=1e6, neginf=1e6)))
+        np.maximum.at(per_sample, j, np.abs(np.nan_to_num(t, posinf=1e6, neginf=1e6)))
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "firmware": args.firmware,
@@ -94,23 +123,58 @@ def main(args: argparse.Namespace, console: Console) -> int:
         "order": args.order,
         "noise": args.noise,
         "seed": args.seed,
+        "pairs": {"max_distance": pairs.distance, "count": pairs.count} if pairs is not None else None,
         "max_abs_t": _number(float(np.abs(t[peak]))),
-        "max_at": where(prep, peak),
+        "max_at": at_peak,
         "threshold": THRESHOLD,
         "leaks": leaks or counts["misaligned"] > 0,
-        "leaking_samples": int(over.sum()),
-        "first_leak": where(prep, first) if first is not None else None,
+        "leaking_samples": leaking,
+        "first_leak": at_first,
         "misaligned_traces": counts["misaligned"],
         "wall_seconds": round(wall, 3),
         "traces_per_second": round(args.traces / wall, 1) if wall > 0 else None,
     }
+    if pairs is not None:
+        doc["leaking_pairs"] = int(over.sum())
     if args.json:
         write_text(args.json, json.dumps(doc, indent=2) + "\n", "the TVLA JSON")
     if args.plot:
-        _plot(args.plot, t, ref.lo, doc)
+        _plot(args.plot, per_sample, ref.lo, doc)
     if not args.quiet or doc["leaks"]:
         _report(console, doc)
     return EXIT_LEAK if doc["leaks"] else 0
+
+
+def _distance(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a distance of at least 1 cycle, got {value}")
+    return value
+
+
+def _pairs(distance: int, samples: int):
+    """The pairs of a bivariate test over a window of ``samples`` (UsageError when the
+    window has one sample, or when they would be too many to keep)."""
+    from pkasim.analysis.power.stats import MAX_PAIRS, Pairs
+
+    if samples < 2:
+        raise UsageError(f"--pairs: the window has {samples} sample(s); a pair needs 2")
+    pairs = Pairs(samples, min(distance, samples - 1))
+    if pairs.count > MAX_PAIRS:
+        raise UsageError(f"--pairs {distance}: {pairs.count:,} pairs over {samples:,} samples; at most {MAX_PAIRS:,} "
+                         f"(a distance of at most {MAX_PAIRS // samples:,}, or a narrower window)")
+    return pairs
+
+
+def where_pair(prep: Prepared, pairs, index: int) -> dict[str, Any]:
+    """``where`` of a pair's first sample, with its second as ``paired_with``."""
+    i, j = pairs.pair(index)
+    doc = where(prep, i)
+    doc["paired_with"] = where(prep, j)
+    return doc
 
 
 def _number(x: float) -> float | str:
@@ -167,22 +231,32 @@ def describe(doc: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _describe_at(doc: dict[str, Any]) -> str:
+    if "paired_with" in doc:
+        return f"the pair {describe(doc)} and {describe(doc['paired_with'])}"
+    return describe(doc)
+
+
 def _report(console: Console, doc: dict[str, Any]) -> None:
     w = doc["window"]
     peak = doc["max_abs_t"]
     console.print(f"tvla {doc['firmware']} on {doc['chip']}, window {w['text']} (cycles {w['first_cycle']:,} to "
-                  f"{w['end_cycle']:,}, {w['cycles']:,} samples), order {doc['order']}: {doc['traces']:,} traces "
+                  f"{w['end_cycle']:,}, {w['cycles']:,} samples), order {doc['order']}"
+                  + (f" bivariate ({doc['pairs']['count']:,} pairs at most {doc['pairs']['max_distance']:,} cycles "
+                     "apart)" if doc["pairs"] else "") + f": {doc['traces']:,} traces "
                   f"({doc['groups']['fixed']:,} fixed, {doc['groups']['random']:,} random), noise {doc['noise']:g}",
                   highlight=False)
     shown = peak if isinstance(peak, str) else f"{peak:.2f}"
-    console.print(f"max |t| = {shown} at {describe(doc['max_at'])}", highlight=False)
+    console.print(f"max |t| = {shown} at {_describe_at(doc['max_at'])}", highlight=False)
     if doc["misaligned_traces"]:
         console.print(f"[red]{doc['misaligned_traces']:,} traces executed other instructions or at other cycles in "
                       "the window than the reference run[/red]: timing or control flow depends on the inputs (a leak; "
                       "pkasim ct-check shows where), and their samples do not line up", highlight=False)
     if doc["first_leak"] is not None:
-        console.print(f"[red]LEAK[/red]: |t| > {doc['threshold']} at {doc['leaking_samples']:,} samples; the first "
-                      f"at {describe(doc['first_leak'])}", highlight=False)
+        count = (f"{doc['leaking_pairs']:,} pairs of {doc['leaking_samples']:,} samples" if doc["pairs"]
+                 else f"{doc['leaking_samples']:,} samples")
+        console.print(f"[red]LEAK[/red]: |t| > {doc['threshold']} at {count}; the first "
+                      f"at {_describe_at(doc['first_leak'])}", highlight=False)
     elif not doc["misaligned_traces"]:
         console.print(f"[green]pass[/green]: no sample has |t| > {doc['threshold']}", highlight=False)
 
@@ -203,7 +277,7 @@ def _plot(path: str, t, lo: int, doc: dict[str, Any]) -> None:
     for y in (doc["threshold"], -doc["threshold"]):
         ax.axhline(y, color="#d62728", lw=0.8, ls="--")
     ax.set_xlabel("cycle")
-    ax.set_ylabel(f"t (order {doc['order']})")
+    ax.set_ylabel("max |t| over its pairs" if doc["pairs"] else f"t (order {doc['order']})")
     ax.set_title(f"TVLA {doc['firmware'].rsplit('/', 1)[-1]}, {doc['window']['text']}: {doc['traces']:,} traces, "
                  f"max |t| {doc['max_abs_t'] if isinstance(doc['max_abs_t'], str) else round(doc['max_abs_t'], 1)}",
                  fontsize=10)

@@ -173,6 +173,32 @@ class Core:
         if err:
             raise UcError(err)
 
+    def find_small_hooks_inline(self, max_bytes: int) -> bool:
+        """pkasim's engine (patch 12): memory hooks over at most ``max_bytes`` bytes (a
+        watchpoint, a small code write watch) are found by an address test in each
+        access's generated code, as a core's watchpoint unit would, instead of sending
+        every access to their pages through the slow path. Same hook calls. False
+        where the engine cannot (another host): the hooks then slow their pages."""
+        fn = _ucmod.uclib.uc_mem_hook_inline_set
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+        return fn(self.uch, max_bytes) == 0
+
+    def count_reads(self, begin: int, last: int, cost: int) -> bool:
+        """pkasim's engine (patch 10): every data load from [begin, last] adds ``cost``
+        to the cycle count in the generated code, no hook called, the same loads a
+        memory hook there would see. False when the range does not suit it (its
+        start not a multiple of 8): the caller installs the hook instead."""
+        if begin % 8:
+            return False
+        fn = _ucmod.uclib.uc_mem_read_cost_set
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p]
+        err = fn(self.uch, begin, last, cost, ctypes.addressof(self.state) + native.PkState.cycles.offset)
+        if err:
+            raise UcError(err)
+        return True
+
     def use_own_tlb(self) -> None:
         """Fill the engine's TLB natively (tlb.c): data pages without execute
         permission, so that stores to RAM take the engine's fast path (the engine

@@ -50,6 +50,11 @@ __all__ = ["CALL_RETURN", "Fault", "Machine", "RunResult", "StopReason"]
 CALL_FRAME = 256  # bytes call() leaves above the callee's SP, as a caller's frame
 
 
+# Memory hooks over at most this many bytes are found inline on pkasim's engine (patch 12):
+# a watchpoint's range widened by watchpoints.REACH, up to 4 for reads and 4 for writes.
+INLINE_HOOK_BYTES = 256
+
+
 class Machine:
     """One emulated chip. Build it from a ChipConfig, load() an image, then run()."""
 
@@ -106,14 +111,18 @@ class Machine:
         s.apsr_regid = A.UC_ARM_REG_APSR
         if engine.patched():
             core.count_blocks()  # the engine's generated code keeps the count (docs/engine.md)
-            fn = _ucmod.uclib.uc_pkasim_arm_regs  # r0-r14 read in place by the native hooks (patch 10)
+            core.find_small_hooks_inline(INLINE_HOOK_BYTES)  # watchpoints do not slow their page
+            fn = _ucmod.uclib.uc_pkasim_arm_regs  # r0-r14 read in place by the native hooks (patch 14)
             fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
             s.regs_ptr = fn(core.uch)
             s.align_enabled = 0  # the engine faults on unaligned accesses itself (ARMv6-M)
         else:
             core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
         if flash.wait_states:
-            core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
+            # Flash data reads cost the wait states: counted by the engine's generated
+            # code (patch 10, no hook call), else by a native memory hook on flash.
+            if not (engine.patched() and core.count_reads(flash.base, flash.end - 1, flash.wait_states)):
+                core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
 
     def _setup_native_exceptions(self) -> None:
         """The common exception path in C (excmodel.c): entry, return, WFI sleep."""

@@ -630,6 +630,7 @@ class RunLoop:
         core = self.core
         hit = self.watch.take()
         self.settle(hit.pc)
+        core.state.cycles -= hit.charged  # the instruction runs again (or later) and pays them then
         core.set_pc(hit.pc)
         if hit.undo is not None:
             core.uc.mem_write(*hit.undo)  # memory (never a device): the store is taken back

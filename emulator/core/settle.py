@@ -30,6 +30,7 @@ class Settler:
         start, end = s.cur_start, s.cur_end
         if start <= pc < end:
             cost, insns = self.cost_before(pc)
+            cost += self._entry_fetch(start, end)
             s.prev_valid, s.prev_end, s.prev_flags = 1, pc, 0
         else:
             cost, insns = s.cur_cost, s.cur_insns
@@ -41,6 +42,16 @@ class Settler:
         s.insns += insns
         s.blocks += 1
         s.cur_valid = 0
+
+    def _entry_fetch(self, start: int, end: int) -> int:
+        """The flash wait states the block paid on entry (the fetch rule: a block starting
+        in the upper half of a flash word, not reached sequentially, fetches that word):
+        part of its recorded cost, not of its instructions' costs."""
+        s = self.core.state
+        if not (s.fetch_ws and start & 2 and s.flash_base <= start < s.flash_end):
+            return 0
+        whole, _ = self.cost_before(end)
+        return s.fetch_ws if s.cur_cost - whole == s.fetch_ws else 0
 
     def _cond_taken_to_next(self, flags: int) -> bool:
         """A B<cond> to its own fall-through: taken if its condition holds now."""

@@ -25,11 +25,14 @@ must lie in memory; the machine refuses others).
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, Uc
 from unicorn import arm_const as A
+from unicorn.unicorn_py3 import unicorn as _ucmod
+from unicorn.unicorn_py3.unicorn import HOOK_MEM_ACCESS_CFUNC, uccallback
 
 from pkasim.base.errors import UsageError
 from pkasim.core.cpu import REG_IDS, Core
@@ -39,6 +42,12 @@ REACH = 36  # bytes: the longest multiple access (PUSH {r0-r7, lr}) starts this 
 
 # Modes of the hook: stop the engine at a hit, only note it (stepping), or ignore all.
 STOP, RECORD, OFF = "stop", "record", "off"
+
+
+class _WatchHook(ctypes.Structure):
+    """cyclehook.c pk_watch_hook_t: the machine's state, the Python hook, the range's start."""
+
+    _fields_ = [("s", ctypes.c_void_p), ("py", ctypes.c_void_p), ("first", ctypes.c_uint32)]
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class WatchHit:
     old: bytes
     new: bytes | None = None
     undo: tuple[int, bytes] | None = field(default=None, repr=False)  # the one store to take back
+    charged: int = field(default=0, repr=False)  # flash wait states the stopping access already cost
 
     @property
     def access(self) -> str:
@@ -152,7 +162,9 @@ class Watchpoints:
         # Resuming from a stop before an instruction: (its address, the instruction
         # count there); its accesses pass while the count has not moved on.
         self.skip: tuple[int, int] | None = None
-        self._hooks: dict[Watchpoint, list[object]] = {}
+        self._hooks: dict[Watchpoint, list[object]] = {}  # its _WatchHook, then its native hooks
+        self._py_hook = uccallback(core.uc, HOOK_MEM_ACCESS_CFUNC)(
+            lambda uc, access, address, size, value, _key: self._hook(uc, access, address, size, value, None))
 
     @property
     def all(self) -> list[Watchpoint]:
@@ -174,11 +186,13 @@ class Watchpoints:
             return w
         uc = self.core.uc
         lo = max(0, address - REACH)
-        hooks = []
-        if kind != "read":
-            hooks.append(uc.hook_add(UC_HOOK_MEM_WRITE, self._hook, begin=lo, end=w.end - 1))
-        if kind != "write":
-            hooks.append(uc.hook_add(UC_HOOK_MEM_READ, self._hook, begin=lo, end=w.end - 1))
+        # A native hook (cyclehook.c pk_watch_hook) calls _hook, except for an access
+        # below the range in a block without LDM/STM/PUSH/POP.
+        data = _WatchHook(ctypes.addressof(self.core.state), ctypes.cast(self._py_hook, ctypes.c_void_p), address)
+        hooks: list[object] = [data]
+        for htype in ([UC_HOOK_MEM_WRITE] if kind != "read" else []) + ([UC_HOOK_MEM_READ] if kind != "write" else []):
+            hooks.append(self.core.add_native_hook(htype, self.core.lib.pk_watch_hook, lo, w.end - 1,
+                                                   ctypes.cast(ctypes.byref(data), ctypes.c_void_p)))
         self._hooks[w] = hooks
         uc.ctl_flush_tb()  # code translated before the hook would neither stop nor sync PC for it
         return w
@@ -189,8 +203,10 @@ class Watchpoints:
         hooks = self._hooks.pop(Watchpoint(address, size, kind), None)
         if hooks is None:
             return False
-        for h in hooks:
-            self.core.uc.hook_del(h)
+        for h in hooks[1:]:
+            _ucmod.uclib.uc_hook_del(self.core.uch, h)
+            if h in self.core._native_hooks:
+                self.core._native_hooks.remove(h)
         self.core.uc.ctl_flush_tb()
         return True
 
@@ -258,7 +274,12 @@ class Watchpoints:
             if w.triggers(write) and lo < w.end and w.address < hi:
                 old = bytes(uc.mem_read(w.address, w.size))  # the hook runs before the access
                 undo = (address, bytes(uc.mem_read(address, size))) if write else None
-                self.hit = WatchHit(w, pc, max(lo, w.address), write, old, undo=undo)
+                # A read from flash has been charged its wait states before the hooks run
+                # (machine.py: a hook added first, or the engine's generated code): the
+                # run loop takes them back with the rest of the instruction.
+                st = self.core.state
+                charged = st.fetch_ws if not write and st.flash_base <= address < st.flash_end else 0
+                self.hit = WatchHit(w, pc, max(lo, w.address), write, old, undo=undo, charged=charged)
                 if self.mode == STOP:
                     self.on_hit()
                 return

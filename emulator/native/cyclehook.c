@@ -249,6 +249,7 @@ void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *
 /* Unicorn's uc_block_cost (the engine's patch 5). */
 typedef struct {
     uint32_t cost, insns, flags, not_taken, mode, hook_next;
+    uint32_t entry_cost, seq_mask, seq_value; /* patch 11: a cost unless entered sequentially */
 } pk_block_cost_t;
 
 /* At translation: what the engine's generated code counts for the block
@@ -273,12 +274,18 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
      * the fall-through of its B<cond> takes the not-taken cycles off */
     c->not_taken = (blk->last_flags & PK_F_COND) ? s->cond_penalty : 0;
     c->hook_next = (blk->last_flags & PK_F_IRQCHK) ? 1 : 0;
+    /* With flash wait states, a block at the upper half of a flash word costs the
+     * fetch of that word unless it continues the block before sequentially (the
+     * fetch rule, as block_start applies it): the generated code decides from the
+     * record of the block before (patch 11), or calls the hook when there is none. */
+    if (s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end) {
+        c->entry_cost = s->fetch_ws;
+        c->seq_mask = PK_F_COND | PK_F_BRANCH;
+        c->seq_value = PK_F_BRANCH; /* sequential: a conditional branch's fall-through, or no branch */
+    }
     /* The hook at every start: an instruction ARMv6-M lacks, pkasim's own alignment
-     * checks, code the write watch must cover first; and, with flash wait states, a
-     * block at the upper half of a flash word, whose cost depends on how it was
-     * entered (the fetch rule, in the hook; the block before is in the record). */
-    int fetch_rule = s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end;
-    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n || fetch_rule) c->mode = 1; /* UC_BLOCK_HOOK */
+     * checks, code the write watch must cover first. */
+    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n) c->mode = 1; /* UC_BLOCK_HOOK */
     else c->mode = mode == 2 ? 2 : 0; /* UC_BLOCK_SPAN or UC_BLOCK_INLINE */
     return 1;
 }
@@ -287,6 +294,37 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
 void pk_flash_read_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_state *s) {
     (void)uc; (void)type; (void)address; (void)size; (void)value;
     s->cycles += s->fetch_ws;
+}
+
+/* A watchpoint's memory hook (emulator/core/watchpoints.py): its range widened REACH
+ * bytes below, for the first access of an LDM/STM/PUSH/POP that reaches it. An
+ * access wholly below the range matters only as such a first access: when the block
+ * the cycle hook recorded holds none of them, return without calling Python (a store
+ * loop right below a watched word would otherwise call it at every store there). */
+typedef void (*pk_hookmem_fn)(void *uc, int type, uint64_t address, int size, int64_t value, void *user);
+typedef struct {
+    pk_state *s;
+    pk_hookmem_fn py; /* the Python hook */
+    uint32_t first;   /* the watched range's first byte */
+} pk_watch_hook_t;
+
+void pk_watch_hook(void *uc, int type, uint64_t address, int size, int64_t value, pk_watch_hook_t *w) {
+    pk_state *s = w->s;
+    if (address + (uint64_t)size <= w->first && s->cur_valid && s->cur_end > s->cur_start &&
+        s->cur_end - s->cur_start <= 4096) {
+        uint8_t code[4096];
+        uint32_t n = s->cur_end - s->cur_start, at = 0;
+        int multi = 0;
+        if (s->mem_read(uc, s->cur_start, code, n) == 0) {
+            while (at + 2 <= n && !multi) {
+                uint32_t hw = (uint32_t)code[at] | (uint32_t)code[at + 1] << 8;
+                multi = (hw & 0xF600) == 0xB400 || (hw & 0xF000) == 0xC000; /* PUSH/POP, STM/LDM */
+                at += hw >> 11 >= 0x1D ? 4 : 2;
+            }
+            if (!multi) return;
+        }
+    }
+    w->py(uc, type, address, size, value, NULL);
 }
 
 /* Guest stores to watched code (a UC_HOOK_MEM_WRITE over the code span of a

@@ -35,7 +35,7 @@ static void wr(pk_state *s, int regid, uint32_t v) {
     s->reg_write(s->uc, regid, &v);
 }
 
-/* r0-r12 and LR (r14): in place on pkasim's engine (patch 10; what reg_read and
+/* r0-r12 and LR (r14): in place on pkasim's engine (patch 14; what reg_read and
  * reg_write reach for these, from a hook), else through Unicorn. SP and PC always
  * through Unicorn (an SP write is masked, a PC write ends the block). */
 static uint32_t rd_core(pk_state *s, int r) {

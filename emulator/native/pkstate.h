@@ -163,7 +163,7 @@ typedef struct {
     uint32_t until_on, until;   /* the run's 'until' address (a loop holding it must run) */
     uint32_t bp_n;              /* breakpoints (a loop holding one must run) */
     uint32_t bp[PK_NATIVE_BPS];
-    /* ---- pkasim's engine (patch 10): the CPU's r0-r15, read in place (NULL: through
+    /* ---- pkasim's engine (patch 14): the CPU's r0-r15, read in place (NULL: through
      * reg_read); r0-r14 there are what reg_read returns inside a hook ---- */
     uint32_t *regs_ptr;
 } pk_state;

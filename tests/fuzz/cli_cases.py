@@ -120,7 +120,8 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
         return argv
     if command in ("power", "tvla"):
         # Refused before the first trace: a count, symbol, value, window or output that cannot be.
-        flaw = rng.choice(["traces", "fixed", "random", "window", "firmware", "out", "inputs"])
+        flaw = rng.choice(["traces", "fixed", "random", "window", "firmware", "out", "inputs"]
+                          + (["pairs"] if command == "tvla" else []))
         argv.append(pool[rng.choice(["missing", "dir", "dev_zero", "text"])] if flaw == "firmware" else pool["aes"])
         argv += ["--traces", rng.choice(["0", "1", "-5", "x", "9" * 30]) if flaw == "traces" else "4"]
         if flaw == "fixed":
@@ -131,6 +132,8 @@ def case(rng: random.Random, pool: dict[str, str]) -> list[str]:
             argv += ["--window", rng.choice(["no_such_function", "5-1", "x.c:9-1", ""])]
         if flaw == "inputs":
             argv += ["--inputs", rng.choice(["no_module_here:f", "os:no_such_function", "x", ""])]
+        if flaw == "pairs":  # not a distance, or without --order 2
+            argv += ["--pairs", rng.choice(["0", "-1", "x", "", "4"])]
         if command == "power":
             argv += ["--out", rng.choice([pool["dir"], pool["missing_dir"] + ".npy"]) if flaw == "out"
                      else str(Path(pool["out"]).with_suffix(".npy"))]

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from pkasim.analysis.power.inputs import InputMaker, InputSpec
-from pkasim.analysis.power.stats import Moments
+from pkasim.analysis.power.stats import Moments, PairMoments, Pairs
 from pkasim.analysis.power.tracer import Setup, Tracer
 from pkasim.base.errors import LoadError, PkasimError
 
@@ -48,6 +48,7 @@ class Campaign:
     kind: str = "power"  # or "tvla"
     order: int = 1
     outputs: tuple[str, ...] = ()
+    pairs: int = 0  # bivariate second order: the largest distance between two samples (0: univariate)
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])  # names its tasks on a cluster
 
     @property
@@ -130,6 +131,8 @@ def take(task: Task) -> dict[str, Any]:
     for k in range(task.count):
         seed = int(rng.integers(1 << 62))  # the TRNG's for this trace
         values = maker.make(rng, bool(groups[k]), tvla)
+        if not tracer.warm:
+            tracer.warm_up(values, c.lo, c.hi, seed)
         trace = tracer.trace(values, c.lo, c.hi, rows[k], to_end=bool(c.outputs), seed=seed)
         aligned[k] = trace.digest == c.digest
         instructions += trace.instructions
@@ -143,8 +146,13 @@ def take(task: Task) -> dict[str, Any]:
     result: dict[str, Any] = {"index": task.index, "first": task.first, "count": task.count,
                               "misaligned": int(task.count - aligned.sum()), "instructions": instructions}
     if tvla:
-        result["fixed"] = Moments.of(rows[groups], c.order)
-        result["random"] = Moments.of(rows[~groups], c.order)
+        if c.pairs:
+            pairs = Pairs(c.samples, c.pairs)
+            result["fixed"] = PairMoments.of(rows[groups], pairs)
+            result["random"] = PairMoments.of(rows[~groups], pairs)
+        else:
+            result["fixed"] = Moments.of(rows[groups], c.order)
+            result["random"] = Moments.of(rows[~groups], c.order)
         return result
     result["traces"] = rows.astype(np.float32)
     result["aligned"] = aligned

@@ -5,7 +5,8 @@ taken with fixed inputs and a group with random ones, sample by sample, with Wel
 t-statistic; |t| > 4.5 at any sample is taken as evidence of a leak (at first order:
 the means differ). At second order the traces are first centred on their group's mean
 and squared, so the test compares the groups' variances (Schneider, Moradi, CHES
-2015). Both come from the groups' running central moments, kept per sample and merged
+2015); bivariately, the centred product of two samples (PairMoments), for the shares of
+a masked value that leak at different cycles. All come from the groups' running central moments, kept per sample and merged
 batch by batch with the pairwise update of Chan et al. and Pebay (Sandia report
 SAND2008-6212): a batch of traces is reduced to its count, mean and central sums, and
 merged; nothing per trace is kept, so memory does not grow with the number of traces.
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from pkasim.base import limits
 
 THRESHOLD = 4.5  # TVLA's |t| threshold (Goodwill et al.; ISO/IEC 17825)
 
@@ -95,8 +98,149 @@ def welch_t(a: Moments, b: Moments, order: int = 1) -> np.ndarray:
     else:
         ma, va = a.centred_square()
         mb, vb = b.centred_square()
-    num = ma - mb
-    den = np.sqrt(np.maximum(va, 0.0) / a.n + np.maximum(vb, 0.0) / b.n)
+    return _t(ma - mb, np.sqrt(np.maximum(va, 0.0) / a.n + np.maximum(vb, 0.0) / b.n))
+
+
+# ---------------------------------------------------------------------- bivariate
+
+MAX_PAIRS = limits.POWER_PAIRS_MAX  # pairs of samples a bivariate test keeps (4 x 8 MiB of co-moments per group)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The pairs of samples a bivariate second-order test combines: every (i, j) of a
+    window of ``samples`` with 0 < j - i <= ``distance``, ordered by distance, then i.
+
+    A first-order masking splits a value into shares that a program may handle at
+    different cycles: no single sample depends on the value, but the product of the two
+    samples where its shares leak does (Chari et al., CRYPTO 1999). The univariate
+    test only sees shares that leak at the same cycle."""
+
+    samples: int
+    distance: int
+
+    @property
+    def count(self) -> int:
+        d = self.distance
+        return d * self.samples - d * (d + 1) // 2
+
+    def offsets(self) -> list[tuple[int, int]]:
+        """(distance, offset of its first pair) for each distance from 1 up."""
+        out, at = [], 0
+        for d in range(1, self.distance + 1):
+            out.append((d, at))
+            at += self.samples - d
+        return out
+
+    def pair(self, index: int) -> tuple[int, int]:
+        """Samples (i, j) of the pair at flat ``index``."""
+        for d, at in self.offsets():
+            if index < at + self.samples - d:
+                i = index - at
+                return i, i + d
+        raise IndexError(index)
+
+    def index(self) -> tuple[np.ndarray, np.ndarray]:
+        """The first and second sample of every pair, in flat order."""
+        i = np.concatenate([np.arange(self.samples - d) for d in range(1, self.distance + 1)])
+        j = np.concatenate([np.arange(d, self.samples) for d in range(1, self.distance + 1)])
+        return i, j
+
+
+@dataclass
+class PairMoments:
+    """One group's moments for a bivariate test: count, per-sample mean and M2, and per
+    pair (i, j) the central co-moments M11, M21, M12, M22 (sums of
+    (x_i - mean_i)^p (x_j - mean_j)^q), merged batch by batch as the univariate ones.
+
+    The centred product (x_i - mean_i)(x_j - mean_j) has mean M11/n and variance
+    M22/n - (M11/n)^2: what the t-test compares, with each group's own final means, in
+    one pass (the one-pass form of Schneider and Moradi's centred product)."""
+
+    pairs: Pairs
+    n: int
+    mean: np.ndarray
+    m2: np.ndarray
+    c11: np.ndarray
+    c21: np.ndarray
+    c12: np.ndarray
+    c22: np.ndarray
+
+    @classmethod
+    def empty(cls, pairs: Pairs) -> PairMoments:
+        z, zp = np.zeros(pairs.samples), np.zeros(pairs.count)
+        return cls(pairs, 0, z.copy(), z.copy(), zp.copy(), zp.copy(), zp.copy(), zp.copy())
+
+    @classmethod
+    def of(cls, traces: np.ndarray, pairs: Pairs) -> PairMoments:
+        """The moments of a batch of traces (rows)."""
+        x = np.asarray(traces, dtype=np.float64)
+        out = cls.empty(pairs)
+        if len(x) == 0:
+            return out
+        out.n = len(x)
+        out.mean = x.mean(axis=0)
+        c = x - out.mean
+        c2 = c * c
+        out.m2 = c2.sum(axis=0)
+        s = pairs.samples
+        for d, at in pairs.offsets():
+            seg = slice(at, at + s - d)
+            a, b, a2, b2 = c[:, :s - d], c[:, d:], c2[:, :s - d], c2[:, d:]
+            out.c11[seg] = np.einsum("ij,ij->j", a, b)
+            out.c21[seg] = np.einsum("ij,ij->j", a2, b)
+            out.c12[seg] = np.einsum("ij,ij->j", a, b2)
+            out.c22[seg] = np.einsum("ij,ij->j", a2, b2)
+        return out
+
+    def merge(self, other: PairMoments) -> None:
+        """Add another batch of the same group: both sides' sums are moved to the merged
+        mean (binomial expansion of (c + shift)^p (c' + shift')^q; Pebay, SAND2008-6212)
+        and added."""
+        if other.n == 0:
+            return
+        if self.n == 0:
+            for name in ("n", "mean", "m2", "c11", "c21", "c12", "c22"):
+                value = getattr(other, name)
+                setattr(self, name, value if name == "n" else value.copy())
+            return
+        i, j = self.pairs.index()
+        na, nb = float(self.n), float(other.n)
+        n = na + nb
+        delta = other.mean - self.mean
+        parts = []
+        for side, shift in ((self, -nb / n * delta), (other, na / n * delta)):
+            a, b = shift[i], shift[j]
+            m20, m02 = side.m2[i], side.m2[j]
+            parts.append((
+                side.c11 + side.n * a * b,
+                side.c21 + b * m20 + 2 * a * side.c11 + side.n * a * a * b,
+                side.c12 + a * m02 + 2 * b * side.c11 + side.n * a * b * b,
+                side.c22 + 2 * b * side.c21 + b * b * m20 + 2 * a * side.c12 + 4 * a * b * side.c11
+                + a * a * m02 + side.n * a * a * b * b,
+            ))
+        self.c11, self.c21, self.c12, self.c22 = (x + y for x, y in zip(*parts))
+        self.m2 = self.m2 + other.m2 + delta * delta * na * nb / n
+        self.mean = self.mean + delta * nb / n
+        self.n = int(n)
+
+    def centred_product(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of (x_i - mean_i)(x_j - mean_j) for every pair."""
+        n = float(self.n)
+        mean = self.c11 / n
+        return mean, (self.c22 / n - mean * mean) * n / (n - 1)
+
+
+def welch_t_pairs(a: PairMoments, b: PairMoments) -> np.ndarray:
+    """Welch's t per pair between two groups' centred products (bivariate second order)."""
+    if a.n < 2 or b.n < 2:
+        raise ValueError("Welch's t needs at least 2 traces per group")
+    ma, va = a.centred_product()
+    mb, vb = b.centred_product()
+    return _t(ma - mb, np.sqrt(np.maximum(va, 0.0) / a.n + np.maximum(vb, 0.0) / b.n))
+
+
+def _t(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         t = num / den
     exact = den == 0

@@ -109,6 +109,7 @@ class Tracer:
         self._targets: dict[str, tuple[int, ...] | None] = {}
         # random number generators (the TRNG): each trace gives them a seed of its own
         self.generators = [dev for dev in m.peripherals.values() if hasattr(dev, "set_seed")]
+        self.warm = False  # a run has decided the idle loops (warm_up)
 
     # ------------------------------------------------------------------ symbols
     def room(self, symbol: str) -> int:
@@ -180,6 +181,16 @@ class Tracer:
                                  self.config.power.pka)
         return Trace(self.cpu.digest, count, result, ops)
 
+    def warm_up(self, inputs: dict[str, bytes], lo: int, hi: int, seed: int | None = None) -> None:
+        """One run to the window's end, its samples thrown away, before a fresh tracer's
+        first trace. The machine decides once per loop whether it may fast-forward it
+        (idle.c; the verdicts outlive a reset): in the first run a polling loop (the
+        PKA's busy wait) runs some iterations while its verdict is pending that later
+        runs skip. Its instructions would then differ from the reference run's (taken
+        after a run of its own) and the trace would be counted misaligned."""
+        self.trace(inputs, lo, hi, np.zeros(hi - lo), seed=seed)
+        self.warm = True
+
     def read(self, symbol: str) -> bytes:
         """The object ``symbol`` names, as the last run left it."""
         return self.machine.read_symbol(symbol)
@@ -224,6 +235,7 @@ class Tracer:
         pcs = np.zeros(hi - lo, dtype=np.uint32)
         t = self.trace(inputs, lo, hi, samples, pcs=pcs)
         ops = [op for op in self.operations if op.start < hi and op.start + op.cycles > lo]
+        self.warm = True
         return Reference(lo, hi, t.digest, t.instructions, pcs, ops, total)
 
     def _line_span(self, window: Window, inputs: dict[str, bytes]) -> tuple[int, int]:
