@@ -147,3 +147,55 @@ def test_calls_can_follow_one_another_without_growing_the_stack(bench_machines):
     for _ in range(50):
         m.call("bench_push_pop")
     assert m.reg("sp") == sp
+
+
+def _capstone_says_idle_ok(md, hw: int) -> bool:
+    from pkasim.core import cycles
+    found = list(md.disasm_lite(hw.to_bytes(2, "little"), 0x1000))
+    if len(found) != 1:
+        return False
+    base = found[0][2].split(".")[0]
+    return base in cycles._IDLE_OK or (base.startswith("b") and len(base) == 3 and base != "blx")
+
+
+def test_idle_loop_table_agrees_with_capstone_on_every_16_bit_instruction():
+    """The polling-loop verdict decides 16-bit code from the encoding, without capstone."""
+    from pkasim.core import cycles
+    md = cycles._md()
+    wrong = [hex(hw) for hw in range(0x10000) if hw >> 11 < 0x1D and cycles.idle_ok16(hw) != _capstone_says_idle_ok(md, hw)]
+    assert wrong == []
+
+
+def test_idle_loop_verdict_of_code_with_a_32_bit_instruction_still_asks_capstone():
+    from pkasim.core import cycles
+    ldr = bytes.fromhex("0868")  # ldr r0, [r1]
+    assert not cycles.loop_can_idle(ldr + bytes.fromhex("00f000f8"), 0x1000)  # bl
+    assert cycles.loop_can_idle(ldr + bytes.fromhex("fff7febf"), 0x1000)  # capstone's "b.w", as before
+
+
+def test_idle_loop_registers_cover_every_register_each_16_bit_loop_instruction_reads_or_writes():
+    """idle.c compares only the registers a polling loop's code names (and APSR): for every
+    instruction a loop may hold, they include all capstone says it reads or writes."""
+    from capstone import arm_const as A
+
+    from pkasim.core import cycles
+    md = cycles._md()
+    number = {getattr(A, f"ARM_REG_R{n}"): n for n in range(13)} | {A.ARM_REG_SP: 13, A.ARM_REG_LR: 14}
+    missed = []
+    for hw in range(0x10000):
+        if hw >> 11 >= 0x1D or not cycles.idle_ok16(hw):
+            continue
+        insn = next(md.disasm(hw.to_bytes(2, "little"), 0x1000))
+        read, written = insn.regs_access()
+        touched = {number[r] for r in (*read, *written) if r in number}
+        mask = cycles.loop_registers(hw.to_bytes(2, "little"))
+        if mask & cycles.APSR_BIT == 0 or any(not mask >> r & 1 for r in touched):
+            missed.append(hex(hw))
+    assert missed == []
+
+
+def test_idle_loop_of_a_32_bit_instruction_compares_every_register():
+    from pkasim.core import cycles
+    assert cycles.loop_registers(bytes.fromhex("0868fff7febf")) == 0  # ldr; b.w: 0 stands for all
+    assert cycles.loop_registers(bytes.fromhex("1368") + bytes.fromhex("0b42") + bytes.fromhex("fcd1")) == (
+        cycles.APSR_BIT | 1 << 1 | 1 << 2 | 1 << 3)  # ldr r3, [r2]; tst r3, r1; bne: the ECC poll

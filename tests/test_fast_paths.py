@@ -189,6 +189,57 @@ def test_native_montmul_equals_the_python_maths_or_declines(words, data):
         assert n.bit_length() < bits - 1  # declines only for a modulus well below the operand length
 
 
+def _montmul(lib, a: int, b: int, n: int, words: int) -> tuple[int, int]:
+    arr = ctypes.c_uint32 * words
+    r = arr()
+    rc = lib.pk_montmul(r, arr.from_buffer_copy(a.to_bytes(4 * words, "little")),
+                        arr.from_buffer_copy(b.to_bytes(4 * words, "little")),
+                        arr.from_buffer_copy(n.to_bytes(4 * words, "little")), words)
+    return rc, int.from_bytes(bytes(r), "little")
+
+
+def _declines(a: int, b: int, n: int, bits: int) -> bool:
+    """CIOS's rule: (a b + M n) / R, M the one below R that makes it exact, is left at or
+    above N after four subtractions (at or above 5N)."""
+    r = 1 << bits
+    m = -a * b * pow(n, -1, r) % r
+    return (a * b + m * n) // r >= 5 * n
+
+
+@pytest.mark.parametrize("rows", [1, 0], ids=["adx-rows", "c-rows"])  # MULX/ADX where the CPU has it; plain C
+@settings(max_examples=300, deadline=None)
+@given(words=st.integers(1, 128), square=st.booleans(), data=st.data())
+def test_native_montmul_of_products_and_squares_is_exact_and_declines_by_the_cios_rule(rows, words, square, data):
+    bits = 32 * words
+    n = data.draw(st.one_of(st.integers(3, 2**bits - 1), st.integers(2**(bits - 1), 2**bits - 1))) | 1
+    a = data.draw(st.one_of(st.integers(0, 2**bits - 1), st.just(2**bits - 1)))
+    b = a if square else data.draw(st.integers(0, 2**bits - 1))
+    lib = native.load()
+    lib.pk_montmul_use_adx(rows)
+    try:
+        rc, r = _montmul(lib, a, b, n, words)
+    finally:
+        lib.pk_montmul_use_adx(1)
+    assert rc == (-1 if _declines(a, b, n, bits) else 0)
+    if rc == 0:
+        assert r == a * b * pow(2, -bits, n) % n
+
+
+@pytest.mark.parametrize("words", [2, 4, 6, 8, 10, 16, 32, 62, 64, 128])
+def test_native_montmul_rows_agree_at_every_even_length_with_all_ones_operands(words):
+    """All-ones limbs take every carry of the two chains (the largest sums a row can make)."""
+    lib = native.load()
+    bits = 32 * words
+    n = 2**bits - 1  # odd, every limb all ones
+    for a, b in ((n - 1, n - 1), (n - 1, n - 2), (2**bits - 2, 2**(bits - 1) + 1)):
+        got = []
+        for rows in (1, 0):
+            lib.pk_montmul_use_adx(rows)
+            got.append(_montmul(lib, a, b, n, words))
+        lib.pk_montmul_use_adx(1)
+        assert got[0] == got[1] == (0, a * b * pow(2, -bits, n) % n)
+
+
 def test_native_montmul_serves_full_length_moduli():
     lib = native.load()
     rng = random.Random(7)
@@ -256,3 +307,63 @@ def test_ecc_image_runs_identically_with_and_without_fast_paths(make_machine, el
     pka = next(stats for stats in fast[-1] if "busy_cycles" in stats)
     assert {"MONTMUL", "MODADD", "MODSUB"} <= set(pka["operations"])
     assert fast == _run(make_machine, elf("ecc"), False, symbols)
+
+
+def _verdicts(m) -> dict[tuple[int, int], tuple[int, int]]:
+    s = m.core.state
+    return {(s.verdict_addr[i], s.verdict_end[i]): (s.verdict[i], s.verdict_regs[i])
+            for i in range(native.VERDICTS) if s.verdict_addr[i] != 0xFFFFFFFF}
+
+
+@pytest.mark.parametrize("image", ["ecc", "xrsa_win", "xrsa", "spin"])
+def test_loop_verdicts_made_natively_equal_the_run_loops_and_change_nothing(make_machine, elf, image):
+    """idle.c decides loops of 16-bit code itself (no stop per new loop): the same table
+    entries as the run loop's Python verdicts, and the same run, with an 'until' and a
+    breakpoint set (at main's first instruction, where the run stands: passed once)."""
+    outcomes, tables = [], []
+    for natively in (True, False):
+        m = make_machine()
+        m.load(elf(image))
+        m._loop.native_verdicts = natively
+        first = m.run(until="main", max_cycles=BUDGET)
+        m.add_breakpoint(m.image.symbol("main").address & ~1)
+        at_bp = m.run(max_cycles=BUDGET)
+        outcomes.append((first.reason, first.cycles, at_bp.reason, _outcome(m, m.run(max_cycles=BUDGET))))
+        tables.append(_verdicts(m))
+    assert outcomes[0] == outcomes[1]
+    assert tables[0] == tables[1]
+    assert tables[0]
+
+
+def _xrsa_win_at(make_machine, elf, natively: bool, cycles: int):
+    key = demo_key(2048)
+    m = make_machine()
+    m.load(elf("xrsa_win"))
+    m._loop.native_verdicts = natively
+    for name, data in [("rsa_input_key", key.pack()), ("rsa_input_msg", (0x1234567 % key.n).to_bytes(256, "big")),
+                       ("rsa_op", bytes(4)), ("rsa_check", bytes(4))]:
+        m.write_symbol(name, data)
+    assert m.run(max_cycles=cycles).reason == StopReason.BUDGET
+    return m
+
+
+def test_breakpoint_added_in_a_loop_decided_natively_stops_where_python_verdicts_stop(make_machine, elf):
+    """A polling loop idle.c decided itself (the run loop never saw it) is decided again
+    when a breakpoint comes into its code: the run stops at the breakpoint at the same
+    cycle as with every verdict Python's."""
+    m = _xrsa_win_at(make_machine, elf, True, 200_000)
+    s = m.core.state
+    idle = sorted(s.verdict_addr[i] & ~1 for i in range(native.VERDICTS)
+                  if s.verdict_addr[i] != 0xFFFFFFFF and s.verdict[i] & 3 == 1
+                  and (s.verdict_addr[i], s.verdict_end[i]) not in m._loop._loops)
+    hits = 0
+    for start in idle:
+        stops = []
+        for natively in (True, False):
+            m = _xrsa_win_at(make_machine, elf, natively, 200_000)
+            m.add_breakpoint(start)
+            r = m.run(max_cycles=BUDGET)
+            stops.append((r.reason, m.core.pc, r.cycles))
+        assert stops[0] == stops[1]
+        hits += stops[0][:2] == (StopReason.BREAKPOINT, start)
+    assert hits >= 2  # (a loop of the start-up code is not entered again)

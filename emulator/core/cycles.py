@@ -288,10 +288,67 @@ _IDLE_OK = {
 }
 
 
+def idle_ok16(hw: int) -> bool:
+    """Whether the 16-bit Thumb instruction ``hw`` is one capstone decodes as a mnemonic
+    of ``_IDLE_OK`` (or a conditional branch): the same answer, from the encoding alone
+    (tests/test_cycle_model.py compares all 2^16 halfwords), so deciding a polling loop needs
+    no disassembler (importing capstone is ~30 ms of a bench job's first run). Not for
+    the first halfword of a 32-bit instruction."""
+    if hw < 0x4700 or 0x4800 <= hw < 0x5000 or 0x9800 <= hw < 0xB100:
+        return True  # shifts, add/sub/mov/cmp, ALU, high registers; ldr literal; ldr sp; adr, add/sub sp
+    if 0x5000 <= hw < 0x9800:  # loads and stores with register or immediate offsets: loads only
+        return hw >= 0x5600 if hw < 0x6000 else bool(hw & 0x0800)
+    if hw >> 8 == 0xB2 or hw == 0xBF00 or 0xBA00 <= hw < 0xBB00 and hw & 0xC0 != 0x80:
+        return True  # extends, nop, rev rev16 revsh
+    if 0xC800 <= hw < 0xD000:
+        return hw & 0xFF != 0  # ldm (capstone decodes none with an empty list)
+    return 0xD000 <= hw < 0xDE00 or 0xE000 <= hw < 0xE800  # b<cond>, b
+
+
+def _named16(hw: int) -> int:
+    """r0-r14 that the 16-bit instruction ``hw`` of a polling loop names in any register
+    field (read or written; a superset where a field is an immediate): bit n for rn."""
+    lo3 = 1 << (hw & 7) | 1 << (hw >> 3 & 7)
+    if hw < 0x2000 or 0x5000 <= hw < 0x6000:  # shifts, add/sub 3-operand; register-offset loads
+        return lo3 | 1 << (hw >> 6 & 7)
+    if hw < 0x4000 or 0x4800 <= hw < 0x5000:  # mov/cmp/add/sub imm8; ldr literal
+        return 1 << (hw >> 8 & 7)
+    if hw < 0x4400 or 0x6000 <= hw < 0x9000 or hw >> 8 in (0xB2, 0xBA):  # ALU; imm-offset loads; extends, rev
+        return lo3
+    if hw < 0x4700:  # add/cmp/mov with high registers (PC, r15, is not compared: it is the loop's own)
+        return (1 << ((hw & 7) | (hw >> 4 & 8)) | 1 << (hw >> 3 & 0xF)) & 0x7FFF
+    if 0x9800 <= hw < 0xB000:  # ldr rt, [sp, #]; adr; add rd, sp, #
+        return 1 << (hw >> 8 & 7) | 1 << 13
+    if 0xB000 <= hw < 0xB100:  # add/sub sp, #
+        return 1 << 13
+    if 0xC800 <= hw < 0xD000:  # ldm rn!, {list}
+        return 1 << (hw >> 8 & 7) | (hw & 0xFF)
+    return 0  # nop, branches (APSR: always compared)
+
+
+APSR_BIT = 1 << 15  # pkstate.h verdict_regs: bit 15 stands for APSR
+
+
+def loop_registers(code: bytes) -> int:
+    """The registers idle.c compares between two iterations of the loop whose code is
+    ``code``: those it names and APSR, as pkstate.h's verdict_regs mask; 0 (all of r0-r12,
+    SP, LR and APSR) when it holds a 32-bit instruction."""
+    mask = APSR_BIT
+    for i in range(0, len(code) - 1, 2):
+        hw = int.from_bytes(code[i:i + 2], "little")
+        if hw >> 11 >= 0x1D:
+            return 0
+        mask |= _named16(hw)
+    return mask
+
+
 @functools.lru_cache(maxsize=4096)
 def loop_can_idle(code: bytes, addr: int) -> bool:
     """Whether a loop's code can change nothing but its own registers. Remembered:
     a breakpoint added or removed makes the run loop ask again for every loop."""
+    halfwords = [int.from_bytes(code[i:i + 2], "little") for i in range(0, len(code) - 1, 2)]
+    if len(code) % 2 == 0 and not any(hw >> 11 >= 0x1D for hw in halfwords):
+        return all(idle_ok16(hw) for hw in halfwords)  # 16-bit code only: no disassembler needed
     seen = 0
     for _, size, mnemonic, _ in _md().disasm_lite(code, addr):
         base = mnemonic.split(".")[0]

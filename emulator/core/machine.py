@@ -112,6 +112,9 @@ class Machine:
         if engine.patched():
             core.count_blocks()  # the engine's generated code keeps the count (docs/engine.md)
             core.find_small_hooks_inline(INLINE_HOOK_BYTES)  # watchpoints do not slow their page
+            fn = _ucmod.uclib.uc_pkasim_arm_regs  # r0-r14 read in place by the native hooks (patch 14)
+            fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+            s.regs_ptr = fn(core.uch)
             s.align_enabled = 0  # the engine faults on unaligned accesses itself (ARMv6-M)
         else:
             core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)

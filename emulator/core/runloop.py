@@ -43,12 +43,13 @@ from pkasim.base.kinds import Kind
 from pkasim.core.breakpoints import Breakpoints
 from pkasim.core.bus import Bus
 from pkasim.core.cpu import NO_DEADLINE, REG_IDS, Core
-from pkasim.core.cycles import loop_can_idle
+from pkasim.core.cycles import loop_can_idle, loop_registers
 from pkasim.core.exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from pkasim.core.results import RunResult, Stop, StopReason
 from pkasim.core.settle import Settler
 from pkasim.core.watchpoints import OFF, RECORD, STOP, WatchHit, Watchpoints, data_access
 from pkasim.host.semihosting import Exit, Semihosting, call_name
+from pkasim.native import engine
 from pkasim.peripherals.nvic import SVCALL, Nvic
 
 guest_log = logging.getLogger("pkasim.guest")
@@ -90,6 +91,13 @@ class RunLoop:
         self.settle = self._settler.settle
         self.calling = False  # Machine.call() is running: a fetch from CALL_RETURN is its return
         self._loops: dict[tuple[int, int], int] = {}  # loops decided (idle.c): (key, end) -> start
+        self._until: int | None = None  # the present (or last) run's 'until' (idle.c's native verdicts)
+        # idle.c decides loops of 16-bit code itself (no stop per new loop) on pkasim's engine
+        # only: on the stock wheel a PC written from a hook (a native exception entry) leaves
+        # later memory hooks a stale PC until the CPU loop is left (what engine patch 0008
+        # fixes), and the verdicts' stops are what left it there: a write to flash would
+        # be reported at the wrong instruction. False: every verdict is Python's.
+        self.native_verdicts = engine.patched()
         self.hooked: list[tuple[int, int]] = []  # [begin, end) of the Python instruction hooks (Machine.on_instructions)
         self._counting = False  # Unicorn's instruction-count hook is installed (the last emu_start had count > 0)
         # Bounded away from RAM: a memory hook over a page keeps the engine's stores
@@ -125,8 +133,10 @@ class RunLoop:
             progress: Callable[[int], None] | None) -> RunResult:
         budget = self.core.cycles + max_cycles if max_cycles is not None else None
         self._progress = progress
+        self._until = until
         if until is not None:
             self.forget_loop_verdicts(until)  # a loop holding 'until' must run, not be skipped
+        self._sync_native_verdicts()
         start_wall = time.perf_counter()
         self.last_watch = None
         if until is not None and self.core.pc == until:
@@ -719,15 +729,19 @@ class RunLoop:
         s = self.core.state
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
             and not self.watch.watches_reads and not any(lo < end and start < hi for lo, hi in self.hooked)
+        regs = 0
         if ok:
             try:
-                ok = loop_can_idle(self.bus.read_memory(start, end - start), start)
+                code = self.bus.read_memory(start, end - start)
+                ok = loop_can_idle(code, start)
+                regs = loop_registers(code) if ok else 0
             except UsageError:
                 ok = False
         i = (key >> 1) & (native.VERDICTS - 1)
         s.verdict_addr[i] = key
         s.verdict_end[i] = end
         s.verdict[i] = (1 if ok else 2) | (native.VERDICT_PLAIN if self._plain_loop(start, end) else 0)
+        s.verdict_regs[i] = regs  # the registers its iterations compare (0: all)
         if len(self._loops) < native.VERDICTS:
             self._loops[(key, end)] = start
 
@@ -755,6 +769,24 @@ class RunLoop:
             at += 2
         return True
 
+    def _sync_native_verdicts(self) -> None:
+        """What idle.c needs to decide a loop of 16-bit code itself, as _loop_verdict would,
+        without stopping the run: this run's 'until' and the breakpoints; none of it
+        (Python decides every loop) while a read watchpoint or an instruction hook is
+        set, or more breakpoints than the native list holds."""
+        s = self.core.state
+        bps = sorted(self.breakpoints)
+        s.verdict_native = int(self.native_verdicts and not self.watch.watches_reads and not self.hooked
+                               and len(bps) <= native.NATIVE_BPS)
+        until = self._until  # the present run's (the last one's between runs)
+        s.until_on, s.until = (1, until) if until is not None else (0, 0)
+        if s.verdict_native:
+            s.bp_n = len(bps)
+            for i, a in enumerate(bps):
+                s.bp[i] = a
+        else:
+            s.bp_n = 0
+
     def forget_loop_verdicts(self, until: int | None = None, within: list[tuple[int, int]] | None = None) -> None:
         """Code, breakpoints or the run's 'until' changed: decide every loop again.
         The loops seen so far are decided now, from their code as it is now (the
@@ -764,14 +796,18 @@ class RunLoop:
         s = self.core.state
         s.loop_start = 0xFFFFFFFF
         if within is not None:
+            for lo, hi in within:  # every verdict there, idle.c's own included: unknown again
+                self.core.lib.pk_verdicts_forget(self.core.state_ref, lo, hi)
             for (key, end), start in list(self._loops.items()):
                 if any(start < hi and lo < end for lo, hi in within):
                     self._loop_verdict(start, end, until, key)
+            self._sync_native_verdicts()
             return
         ctypes.memset(s.verdict_addr, 0xFF, ctypes.sizeof(s.verdict_addr))
         ctypes.memset(s.verdict, 0, ctypes.sizeof(s.verdict))
         for (key, end), start in list(self._loops.items()):
             self._loop_verdict(start, end, until, key)
+        self._sync_native_verdicts()
 
     def on_reset_request(self) -> None:
         self._py_stop = ("reset",)

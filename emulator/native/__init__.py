@@ -16,6 +16,7 @@ from pkasim.base.errors import PkasimError, UnavailableError
 
 RING = 32
 VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
+NATIVE_BPS = 16  # PK_NATIVE_BPS: breakpoints the native loop verdict knows (more: Python decides)
 TRUST = 1024  # PK_TRUST: trusted-loop slots (idle.c)
 VERDICT_PLAIN = 4  # verdict flag (pkstate.h): no back edge inside the loop's code but its last
 
@@ -169,6 +170,7 @@ class PkState(ctypes.Structure):
         ("verdict_addr", ctypes.c_uint32 * VERDICTS),
         ("verdict_end", ctypes.c_uint32 * VERDICTS),
         ("verdict", ctypes.c_uint8 * VERDICTS),
+        ("verdict_regs", ctypes.c_uint16 * VERDICTS),
         ("obs", ctypes.c_void_p),
         # code decoding and caching (codecache.c, thumb.c)
         ("code", ctypes.c_void_p),
@@ -196,6 +198,12 @@ class PkState(ctypes.Structure):
         ("cur_mode", ctypes.c_uint32),
         ("split_start", ctypes.c_uint32),
         ("pad_split", ctypes.c_uint32),
+        ("verdict_native", ctypes.c_uint32),
+        ("until_on", ctypes.c_uint32),
+        ("until", ctypes.c_uint32),
+        ("bp_n", ctypes.c_uint32),
+        ("bp", ctypes.c_uint32 * NATIVE_BPS),
+        ("regs_ptr", ctypes.c_void_p),
         # trusted loops (idle.c)
         ("trust_end", ctypes.c_uint64),
         ("trust", ctypes.c_uint32 * TRUST),
@@ -309,6 +317,8 @@ def load() -> ctypes.CDLL:
     lib.pk_next_to_take.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.pk_would_wake.argtypes = [ctypes.c_void_p]
     lib.pk_montmul.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_uint32]
+    lib.pk_montmul_use_adx.argtypes = [ctypes.c_int]
+    lib.pk_verdicts_forget.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
     if (lib.pk_sizeof_state() != ctypes.sizeof(PkState) or lib.pk_sizeof_insn() != ctypes.sizeof(Insn)
             or (lib.pk_leak_classes(), lib.pk_leak_terms()) != (len(LEAK_CLASSES), len(LEAK_TERMS))):
         raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != "

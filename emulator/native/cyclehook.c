@@ -337,7 +337,7 @@ void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *
 typedef struct {
     uint32_t cost, insns, flags, not_taken, mode, hook_next;
     uint32_t entry_cost, seq_mask, seq_value; /* patch 11: a cost unless entered sequentially */
-    uint32_t gate_tag; /* UC_BLOCK_SPAN: no hook while no span is set and *gate == gate_tag (patch 14) */
+    uint32_t gate_tag; /* UC_BLOCK_SPAN: no hook while no span is set and *gate == gate_tag (patch 17) */
     uint32_t *gate;
 } pk_block_cost_t;
 

@@ -35,6 +35,19 @@ static void wr(pk_state *s, int regid, uint32_t v) {
     s->reg_write(s->uc, regid, &v);
 }
 
+/* r0-r12 and LR (r14): in place on pkasim's engine (patch 14; what reg_read and
+ * reg_write reach for these, from a hook), else through Unicorn. SP and PC always
+ * through Unicorn (an SP write is masked, a PC write ends the block). */
+static uint32_t rd_core(pk_state *s, int r) {
+    if (s->regs_ptr && r != 13 && r < 15) return s->regs_ptr[r];
+    return rd(s, s->regids[r]);
+}
+
+static void wr_core(pk_state *s, int r, uint32_t v) {
+    if (s->regs_ptr && r != 13 && r < 15) s->regs_ptr[r] = v;
+    else wr(s, s->regids[r], v);
+}
+
 /* ------------------------------------------------------------------ entry and return */
 
 static int stackable(const pk_state *s, uint32_t addr, uint32_t n) {
@@ -56,12 +69,12 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     uint32_t vector = 0, frame[8], exc_return;
     if (!stackable(s, frame_sp, 32)) return -1;
     if (s->mem_read(s->uc, (uint64_t)s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
-    frame[0] = rd(s, s->regids[0]);
-    frame[1] = rd(s, s->regids[1]);
-    frame[2] = rd(s, s->regids[2]);
-    frame[3] = rd(s, s->regids[3]);
-    frame[4] = rd(s, s->regids[12]);
-    frame[5] = rd(s, s->regids[14]);
+    frame[0] = rd_core(s, 0);
+    frame[1] = rd_core(s, 1);
+    frame[2] = rd_core(s, 2);
+    frame[3] = rd_core(s, 3);
+    frame[4] = rd_core(s, 12);
+    frame[5] = rd_core(s, 14);
     frame[6] = return_pc & ~1u;
     frame[7] = (xpsr & ~(1u << 9)) | (realign ? 1u << 9 : 0) | (1u << 24);
     s->mem_write(s->uc, frame_sp, frame, 32);
@@ -71,7 +84,7 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     wr(s, s->id_control, control & ~2u);
     wr(s, s->id_ipsr, (uint32_t)exc);
     wr(s, s->regids[13], rd(s, s->id_msp));
-    wr(s, s->regids[14], exc_return);
+    wr_core(s, 14, exc_return);
     s->nvic->pending &= ~((uint64_t)1 << exc);
     s->nvic->active |= (uint64_t)1 << exc;
     s->taken[exc] += 1;
@@ -106,12 +119,12 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     control = rd(s, s->id_control);
     wr(s, s->id_control, use_psp ? (control | 2u) : (control & ~2u));
     wr(s, s->regids[13], new_sp);
-    wr(s, s->regids[0], w[0]);
-    wr(s, s->regids[1], w[1]);
-    wr(s, s->regids[2], w[2]);
-    wr(s, s->regids[3], w[3]);
-    wr(s, s->regids[12], w[4]);
-    wr(s, s->regids[14], w[5]);
+    wr_core(s, 0, w[0]);
+    wr_core(s, 1, w[1]);
+    wr_core(s, 2, w[2]);
+    wr_core(s, 3, w[3]);
+    wr_core(s, 12, w[4]);
+    wr_core(s, 14, w[5]);
     s->cycles += s->return_cycles;
     if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_RETURN, s->cycles, current, 0);
     s->prev_valid = 0;

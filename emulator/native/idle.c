@@ -9,7 +9,9 @@
  * `ldr; tst; beq out` four times, then `bne start`), (2) Python has checked its code
  * once (runloop.py RunLoop._loop_verdict: loads, arithmetic, compares and branches
  * only; no store, call, system instruction or breakpoint), (3) the registers (r0-r12,
- * SP, LR, APSR) at the start of two consecutive iterations are identical, (4) no
+ * SP, LR, APSR; only APSR and those the loop's code names, when Python's verdict lists
+ * them: no iteration touches another) at the start of two consecutive iterations are
+ * identical, (4) no
  * device read in between was served by Python (a Python device may change by itself,
  * SysTick's CVR does; the native PKA's registers hold until its next event), and (5)
  * no device event fired in between (in a loop of several blocks the event may fall
@@ -98,6 +100,84 @@ void pk_trust_expire(pk_state *s) {
     s->span_hi = 0;
 }
 
+/* ------------------------------------------------------------------ native verdicts */
+
+/* cycles.py idle_ok16, line for line: the 16-bit instructions capstone reads as one an
+ * idle loop may hold (tests/test_cycle_model.py holds both equal to capstone). */
+static int idle_ok_exact(uint32_t hw) {
+    if (hw < 0x4700 || (hw >= 0x4800 && hw < 0x5000) || (hw >= 0x9800 && hw < 0xB100)) return 1;
+    if (hw >= 0x5000 && hw < 0x9800) return hw < 0x6000 ? hw >= 0x5600 : (hw & 0x0800) != 0;
+    if ((hw >> 8) == 0xB2 || hw == 0xBF00 || (hw >= 0xBA00 && hw < 0xBB00 && (hw & 0xC0) != 0x80)) return 1;
+    if (hw >= 0xC800 && hw < 0xD000) return (hw & 0xFF) != 0;
+    return (hw >= 0xD000 && hw < 0xDE00) || (hw >= 0xE000 && hw < 0xE800);
+}
+
+/* cycles.py _named16: r0-r14 an idle loop's instruction names in a register field. */
+static uint32_t named16(uint32_t hw) {
+    uint32_t lo3 = 1u << (hw & 7) | 1u << (hw >> 3 & 7);
+    if (hw < 0x2000 || (hw >= 0x5000 && hw < 0x6000)) return lo3 | 1u << (hw >> 6 & 7);
+    if (hw < 0x4000 || (hw >= 0x4800 && hw < 0x5000)) return 1u << (hw >> 8 & 7);
+    if (hw < 0x4400 || (hw >= 0x6000 && hw < 0x9000) || (hw >> 8) == 0xB2 || (hw >> 8) == 0xBA) return lo3;
+    if (hw < 0x4700) return (1u << ((hw & 7) | (hw >> 4 & 8)) | 1u << (hw >> 3 & 0xF)) & 0x7FFFu;
+    if (hw >= 0x9800 && hw < 0xB000) return 1u << (hw >> 8 & 7) | 1u << 13;
+    if (hw >= 0xB000 && hw < 0xB100) return 1u << 13;
+    if (hw >= 0xC800 && hw < 0xD000) return 1u << (hw >> 8 & 7) | (hw & 0xFF);
+    return 0;
+}
+
+#define NATIVE_VERDICT_MAX 1024u /* bytes of loop code decided here; longer: Python */
+
+/* The run loop's verdict on the loop whose code is [start, end) (runloop.py
+ * RunLoop._loop_verdict and _plain_loop, cycles.loop_can_idle and loop_registers),
+ * made here when the run loop allows it (no read watchpoint, no instruction hook, a few
+ * breakpoints, all listed) and the code is 16-bit instructions only: the same entry in
+ * the table, without stopping the run. Returns 0 when Python must decide. */
+static int native_verdict(pk_state *s, uint32_t key, uint32_t end) {
+    uint32_t start = key & ~1u;
+    uint16_t hw[NATIVE_VERDICT_MAX / 2];
+    if (!s->verdict_native || end <= start || end - start > NATIVE_VERDICT_MAX || (end - start) % 2) return 0;
+    uint32_t n = (end - start) / 2;
+    if (s->mem_read(s->uc, start, hw, 2 * n) != 0) return 0;
+    int ok = !(s->until_on && start <= s->until && s->until < end);
+    for (uint32_t i = 0; i < s->bp_n && i < PK_NATIVE_BPS; i++)
+        if (start <= s->bp[i] && s->bp[i] < end) ok = 0;
+    uint32_t regs = 0x8000u; /* APSR */
+    int plain = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t h = hw[i];
+        if (h >> 11 >= 0x1D) return 0; /* a 32-bit instruction: capstone's reading, in Python */
+        if (!idle_ok_exact(h)) ok = 0;
+        regs |= named16(h);
+        int32_t off = 0, is = 0;
+        if ((h & 0xF000) == 0xD000 && (h & 0x0F00) < 0x0E00) {
+            off = (int32_t)(int8_t)(h & 0xFF);
+            is = 1;
+        } else if ((h & 0xF800) == 0xE000) {
+            off = (int32_t)((h & 0x7FF) << 21) >> 21;
+            is = 1;
+        }
+        if (is && 4 + 2 * off <= 0 && i + 1 != n) plain = 0; /* a branch back inside: not plain */
+    }
+    uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
+    s->verdict_addr[i] = key;
+    s->verdict_end[i] = end;
+    s->verdict[i] = (uint8_t)((ok ? 1 : 2) | (plain ? VERDICT_PLAIN : 0));
+    s->verdict_regs[i] = (uint16_t)(ok ? regs : 0);
+    return 1;
+}
+
+/* Forget the verdicts on loops whose code overlaps [lo, hi) (a breakpoint came or went
+ * there): they are decided again when next seen. */
+void pk_verdicts_forget(pk_state *s, uint32_t lo, uint32_t hi) {
+    for (uint32_t i = 0; i < PK_VERDICTS; i++) {
+        uint32_t key = s->verdict_addr[i];
+        if (key != 0xFFFFFFFFu && (key & ~1u) < hi && lo < s->verdict_end[i]) {
+            s->verdict_addr[i] = 0xFFFFFFFFu;
+            s->verdict[i] = 0;
+        }
+    }
+}
+
 /* One more iteration of the loop at start ended (cost cycles, insns instructions,
  * blocks blocks). Returns 1 when the engine was stopped. The registers (r0-r12, SP,
  * LR, APSR) are compared with those at the iteration before; MISS_LIMIT differing
@@ -117,6 +197,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 0;
     }
     int v = verdict(s, key, end);
+    if (v == 0 && native_verdict(s, key, end)) v = verdict(s, key, end);
     if (v == 0) {
         s->loop_key = key;
         s->stop_reason = STOP_LOOPCHK;
@@ -128,9 +209,13 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 0;
     }
     int same = s->loop_have && s->py_reads == s->loop_py_reads && s->dev_events == s->loop_dev_events;
+    uint32_t regs = s->verdict_regs[(key >> 1) & (PK_VERDICTS - 1)];
+    if (!regs) regs = 0xFFFFu;
     for (int r = 0; r < 16; r++) {
         uint32_t v32 = 0;
-        s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
+        if (!(regs >> r & 1)) continue; /* not named by the loop's code: no iteration touches it */
+        if (r < 15 && s->regs_ptr) v32 = s->regs_ptr[r]; /* in place (pkasim's engine) */
+        else s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
         if (v32 != s->loop_regs[r]) {
             same = 0;
             s->loop_regs[r] = v32;
@@ -299,7 +384,11 @@ int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag) {
     uint32_t hi = end > start + MULTI_SPAN ? end : start + MULTI_SPAN;
     hi += 4;
     uint32_t n = (hi - lo) / 2;
-    for (uint32_t i = 0; i < n; i++) have[i] = s->mem_read(s->uc, lo + 2 * i, &hw[i], 2) == 0;
+    if (s->mem_read(s->uc, lo, hw, 2 * n) == 0) {
+        memset(have, 1, n); /* one read for the whole span (each halfword's read is a memory-map lookup) */
+    } else {
+        for (uint32_t i = 0; i < n; i++) have[i] = s->mem_read(s->uc, lo + 2 * i, &hw[i], 2) == 0;
+    }
 #define HW(addr) (hw[((addr) - lo) / 2])
 #define HAVE(addr) ((addr) >= lo && (addr) + 2 <= hi && have[((addr) - lo) / 2])
     for (uint32_t b = start; b + 2 <= hi && HAVE(b);) {

@@ -46,6 +46,7 @@ typedef struct {
 /* Loop verdicts kept (idle.c), indexed by (key >> 1) & (PK_VERDICTS - 1). */
 #define PK_VERDICTS 4096
 #define VERDICT_PLAIN 4 /* verdict flag: no back edge in the loop's code but its own last one */
+#define PK_NATIVE_BPS 16 /* breakpoints the native verdict knows; more: Python decides */
 /* Trusted loops (idle.c): slots, and the cycles an epoch of trust lasts: a loop that
  * made progress and then got stuck is noticed at most this many cycles (and a few of
  * its iterations) later than one never trusted. */
@@ -128,6 +129,8 @@ typedef struct {
     uint32_t verdict_addr[PK_VERDICTS]; /* which loops may be fast-forwarded: decided once by Python */
     uint32_t verdict_end[PK_VERDICTS];  /* ... and the end of the code each verdict covers */
     uint8_t verdict[PK_VERDICTS];       /* 0 unknown, 1 may (loads and arithmetic only), 2 may not */
+    uint16_t verdict_regs[PK_VERDICTS]; /* registers the loop's code names (bit 15: APSR), the
+                                         * only ones its iterations compare; 0: all 16 */
     /* the observation API (observe.c): non-NULL while something observes; the native
      * paths report what they do through pk_obs_emit() (observe.h) */
     void *obs;
@@ -159,6 +162,15 @@ typedef struct {
      * had none */
     uint32_t split_start;
     uint32_t pad_split;
+    /* ---- loop verdicts decided natively (idle.c pk_native_verdict): set by the run
+     * loop before each run (runloop.py RunLoop._sync_native_verdicts) ---- */
+    uint32_t verdict_native;    /* 1: a loop of 16-bit code may be decided here, without a stop */
+    uint32_t until_on, until;   /* the run's 'until' address (a loop holding it must run) */
+    uint32_t bp_n;              /* breakpoints (a loop holding one must run) */
+    uint32_t bp[PK_NATIVE_BPS];
+    /* ---- pkasim's engine (patch 14): the CPU's r0-r15, read in place (NULL: through
+     * reg_read); r0-r14 there are what reg_read returns inside a hook ---- */
+    uint32_t *regs_ptr;
     /* ---- trusted loops (idle.c): loops decided to make progress skip the idle check
      * until the epoch ends at trust_end (then every loop is checked again) ---- */
     uint64_t trust_end;
@@ -184,6 +196,7 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* cyclehook.c, counted mode */
 void pk_counted_wake(pk_state *s);
 /* idle.c */
+void pk_verdicts_forget(pk_state *s, uint32_t lo, uint32_t hi);
 int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag);
 uint32_t pk_trust_tag(uint32_t t, uint32_t end);
 void pk_trust_grant(pk_state *s, uint32_t t, uint32_t end);

@@ -17,8 +17,10 @@
 
 /* ------------------------------------------------------------------ registers */
 
-/* Register r (0-15) through Unicorn, read at most once per ``have`` set. */
+/* Register r (0-15) through Unicorn, read at most once per ``have`` set; r0-r14 read in
+ * place on pkasim's engine. */
 uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have) {
+    if (s->regs_ptr && r < 15) return s->regs_ptr[r]; /* in place (pkasim's engine) */
     if (!(*have & (1u << r))) {
         uint32_t v = 0;
         s->reg_read(s->uc, s->regids[r], &v);

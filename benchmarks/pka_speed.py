@@ -1,0 +1,180 @@
+"""Firmware that drives the PKA: wall time of the RSA bench jobs against another checkout,
+and wall / modeled time of every ECC bench job, in one run.
+
+* RSA: each job of ``pkasim bench`` whose image uses the PKA (and the software ones for
+  scale), run as ``pkasim bench`` runs it (a new machine, reset to exit; the job's
+  ``wall_seconds``) three times in a fresh process, median; the same in a process of
+  the ``--baseline`` checkout (its own .venv's Python), alternately, each round. The
+  ratio baseline / this checkout is taken within a round; the median of the rounds'
+  ratios is printed (the machine is shared: only ratios measured side by side mean much).
+* ECC: each ECC bench job in a fresh process: "cold" is the job's whole run on a new
+  machine in a process that has run nothing yet (``wall_seconds``: reset to exit, with
+  the first translation of every block and the first check of every polling loop),
+  "warm" the operation called again on that machine (``op_wall_seconds``). Both are
+  divided by the modeled time of the operation (cycles / the chip's clock, 48 MHz on
+  the default chip), as wall time and as the process's CPU time (which a loaded
+  machine inflates less). Median of the rounds.
+
+Cycle counts are compared between the two checkouts (they must be the same).
+
+    .venv/bin/python benchmarks/pka_speed.py --baseline /work/wt/before [--repeat 5]
+        [--rsa rsa2048-pka,...] [--ecc p256-verify,...] [--no-rsa] [--no-ecc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PKA_RSA = ["rsa2048-pka", "rsa4096-xrsa", "rsa4096-xrsa-opt", "rsa2048-win", "rsa4096-win", "rsa2048-win-sram",
+           "rsa4096-win-sram", "rsa2048-pair", "rsa4096-pair", "rsa2048-soft", "rsa4096-soft"]
+
+
+def _bench_module(root: str | None):
+    """The RSA bench module and load_config of this checkout, or of ``root`` (a checkout
+    of either layout: ``pkasim`` or the older ``emulator`` package)."""
+    if root:
+        sys.path.insert(0, root)
+    try:
+        from pkasim.chip.config import load_config
+        from pkasim.rsa import bench
+    except ImportError:
+        from emulator import bench, load_config
+    return bench, load_config
+
+
+def child_rsa(job_key: str, root: str | None) -> dict:
+    bench, load_config = _bench_module(root)
+    job = next(j for j in bench.JOBS if j.key == job_key)
+    config = load_config()
+    walls, r = [], None
+    for _ in range(3):
+        r = bench.run_job(config, job)
+        walls.append(r.wall_seconds)
+    return {"wall": statistics.median(walls), "cycles": r.cycles, "verified": r.verified}
+
+
+def child_ecc(job_key: str) -> dict:
+    from pkasim.chip.config import load_config
+    from pkasim.core.machine import Machine
+    from pkasim.ecc import bench
+    job = next(j for j in bench.ECC_JOBS if j.key == job_key)
+    config = load_config()
+    cpu: list[float] = []  # CPU seconds of the whole run, then of the operation again
+
+    def timed(fn):
+        def run(*args, **kwargs):
+            t = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                cpu.append(time.process_time() - t)
+        return run
+
+    bench.measure_call = timed(bench.measure_call)
+    Machine.call = timed(Machine.call)
+    r = bench.run_ecc_job(config, job)
+    return {"cold": r.wall_seconds, "warm": r.op_wall_seconds, "cold_cpu": cpu[0], "warm_cpu": cpu[1],
+            "cycles": r.cycles, "verified": r.verified, "modeled": r.cycles / config.core.clock_hz}
+
+
+def run_child(python: str, args: list[str], root: str | None = None) -> dict:
+    cmd = [python, str(Path(__file__).resolve()), "--child", *args] + (["--root", root] if root else [])
+    env = {**os.environ}
+    if root:
+        env["PKASIM_ENGINE"] = "stock"  # (an older checkout may not know the variable's other values)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"child {args} failed: {done.stderr.strip()[-800:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", help="another pkasim checkout (its .venv and native hook built)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rsa", help="comma-separated RSA job keys (default: all)")
+    parser.add_argument("--ecc", help="comma-separated ECC job keys (default: all)")
+    parser.add_argument("--no-rsa", action="store_true")
+    parser.add_argument("--no-ecc", action="store_true")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        kind, key = args.child
+        print(json.dumps(child_rsa(key, args.root) if kind == "rsa" else child_ecc(key)))
+        return 0
+
+    here = sys.executable
+    print(f"load average at start: {os.getloadavg()[0]:.1f}", flush=True)
+    if not args.no_rsa:
+        jobs = args.rsa.split(",") if args.rsa else PKA_RSA
+        base_py = None
+        if args.baseline:
+            base = Path(args.baseline).resolve()
+            py = base / ".venv" / "bin" / "python"
+            base_py = str(py if py.exists() else here)
+        walls: dict[str, list[float]] = {}
+        ratios: dict[str, list[float]] = {}
+        base_walls: dict[str, list[float]] = {}
+        for rnd in range(args.repeat):
+            for key in jobs:
+                mine = run_child(here, ["rsa", key])
+                if not mine["verified"]:
+                    raise SystemExit(f"{key}: result not verified")
+                walls.setdefault(key, []).append(mine["wall"])
+                if base_py:
+                    theirs = run_child(base_py, ["rsa", key], root=str(base))
+                    if theirs["cycles"] != mine["cycles"]:
+                        raise SystemExit(f"{key}: {mine['cycles']:,} cycles here, {theirs['cycles']:,} in the baseline")
+                    base_walls.setdefault(key, []).append(theirs["wall"])
+                    ratios.setdefault(key, []).append(theirs["wall"] / mine["wall"])
+            print(f"round {rnd + 1} of {args.repeat} (RSA) done", file=sys.stderr, flush=True)
+        print("\nRSA bench jobs: wall seconds of the job's run (reset to exit, new machine), median")
+        print(f"{'job':18s}{'this':>10s}" + (f"{'baseline':>10s}{'baseline/this':>15s}" if base_py else ""))
+        for key in jobs:
+            line = f"{key:18s}{statistics.median(walls[key]):10.4f}"
+            if base_py:
+                line += f"{statistics.median(base_walls[key]):10.4f}{statistics.median(ratios[key]):14.2f}x"
+            print(line)
+    if not args.no_ecc:
+        from pkasim.ecc.bench import ECC_JOBS
+        jobs = args.ecc.split(",") if args.ecc else [j.key for j in ECC_JOBS]
+        cold: dict[str, list[float]] = {}
+        warm: dict[str, list[float]] = {}
+        cold_cpu: dict[str, list[float]] = {}
+        warm_cpu: dict[str, list[float]] = {}
+        modeled: dict[str, float] = {}
+        for rnd in range(args.repeat):
+            for key in jobs:
+                r = run_child(here, ["ecc", key])
+                if not r["verified"]:
+                    raise SystemExit(f"{key}: result not verified")
+                modeled[key] = r["modeled"]
+                cold.setdefault(key, []).append(r["cold"] / r["modeled"])
+                warm.setdefault(key, []).append(r["warm"] / r["modeled"])
+                cold_cpu.setdefault(key, []).append(r["cold_cpu"] / r["modeled"])
+                warm_cpu.setdefault(key, []).append(r["warm_cpu"] / r["modeled"])
+            print(f"round {rnd + 1} of {args.repeat} (ECC) done", file=sys.stderr, flush=True)
+        print("\nECC bench jobs: host time / modeled time (median of rounds; wall range), wall and CPU")
+        print(f"{'job':22s}{'modeled ms':>11s}{'cold':>7s}{'warm':>7s}{'cold CPU':>10s}{'warm CPU':>10s}"
+              "   cold range    warm range")
+        for key in jobs:
+            c, w = cold[key], warm[key]
+            print(f"{key:22s}{modeled[key] * 1e3:11.2f}{statistics.median(c):7.2f}{statistics.median(w):7.2f}"
+                  f"{statistics.median(cold_cpu[key]):10.2f}{statistics.median(warm_cpu[key]):10.2f}"
+                  f"   {min(c):.2f}-{max(c):.2f}     {min(w):.2f}-{max(w):.2f}")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
