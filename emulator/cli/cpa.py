@@ -23,6 +23,7 @@ from rich.table import Table
 
 from pkasim.base.errors import InputMissingError, LoadError, UsageError
 from pkasim.base.extras import need
+from pkasim.cli.argtypes import whole_number
 from pkasim.cli.common import write_text
 
 SCHEMA = "pkasim.cpa/1"
@@ -30,13 +31,7 @@ BUILTIN = "aes-sbox-hw"
 
 
 def _bytes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
-    if not 1 <= value <= 4096:
-        raise argparse.ArgumentTypeError(f"expected 1..4096 key bytes, got {value}")
-    return value
+    return whole_number(text, 1, 4096, "expected 1..4096 key bytes, got {value}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -31,6 +31,7 @@ from rich.table import Table
 from pkasim.base.errors import InputMissingError, LoadError, OutputError, UsageError
 from pkasim.chip.config import load_config
 from pkasim.chip.loader import load_image
+from pkasim.cli.argtypes import whole_number
 from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, add_config_option, parse_int, read_file, symbol_file
 from pkasim.cli.streams import Guarded
 
@@ -41,13 +42,7 @@ FLUSH_SECONDS = 1.0
 
 
 def _count(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return whole_number(text, 1, None, "must be at least 1, got {value}")
 
 
 def _factor(text: str) -> float:

@@ -30,6 +30,7 @@ from rich.console import Console
 from pkasim.base import limits
 from pkasim.base.errors import OutputError, UsageError
 from pkasim.base.extras import need
+from pkasim.cli.argtypes import whole_number
 from pkasim.cli.common import DEFAULT_BUDGET_SECONDS, add_config_option, parse_int, write_text
 
 SCHEMA = "pkasim.power/1"
@@ -66,13 +67,7 @@ def parse_random(text: str) -> tuple[str, int | None]:
 
 
 def _count(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
-    if not 1 <= value <= MAX_TRACES:
-        raise argparse.ArgumentTypeError(f"expected 1..{MAX_TRACES:,}, got {value}")
-    return value
+    return whole_number(text, 1, MAX_TRACES, f"expected 1..{MAX_TRACES:,}, got {{value}}")
 
 
 def _sigma(text: str) -> float:

@@ -21,19 +21,14 @@ from rich.table import Table
 
 from pkasim.base.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, UsageError
 from pkasim.base.extras import need
+from pkasim.cli.argtypes import whole_number
 from pkasim.cli.common import write_text
 
 EXIT_FAILED = 1
 
 
 def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"expected 1..1024 worker processes, got {value}")
-    return value
+    return whole_number(text, 1, 1024, "expected 1..1024 worker processes, got {value}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -22,6 +22,7 @@ from rich.console import Console
 
 from pkasim.base.errors import UsageError
 from pkasim.base.extras import need
+from pkasim.cli.argtypes import whole_number
 from pkasim.cli.common import write_text
 from pkasim.cli.power import Prepared, _count, add_campaign_options, close_engine, progress
 
@@ -146,13 +147,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
 
 
 def _distance(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a distance of at least 1 cycle, got {value}")
-    return value
+    return whole_number(text, 1, None, "expected a distance of at least 1 cycle, got {value}")
 
 
 def _pairs(distance: int, samples: int):

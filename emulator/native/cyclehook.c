@@ -74,17 +74,25 @@ static int program_passes(pk_state *s, void *uc, const pk_block *blk) {
 }
 
 /* A block's register alignment checks (not a program) against the registers now:
- * whether they all pass. */
-static int checks_pass(pk_state *s, const pk_block *blk) {
+ * the first that fails (its address in *addr), or NULL. */
+static const pk_check *failing_check(pk_state *s, const pk_block *blk, uint32_t *addr) {
     uint32_t regs[16], have = 0;
     const pk_check *c = pk_code_checks(s->code, blk);
     for (uint32_t i = 0; i < blk->check_n; i++, c++) {
-        uint32_t addr = (uint32_t)c->off;
-        if (c->a >= 0) addr += pk_reg_cached(s, c->a, regs, &have);
-        if (c->b >= 0) addr += pk_reg_cached(s, c->b, regs, &have);
-        if (addr & c->mask) return 0;
+        uint32_t at = (uint32_t)c->off;
+        if (c->a >= 0) at += pk_reg_cached(s, c->a, regs, &have);
+        if (c->b >= 0) at += pk_reg_cached(s, c->b, regs, &have);
+        if (at & c->mask) {
+            *addr = at;
+            return c;
+        }
     }
-    return 1;
+    return NULL;
+}
+
+static int checks_pass(pk_state *s, const pk_block *blk) {
+    uint32_t addr;
+    return failing_check(s, blk, &addr) == NULL;
 }
 
 /* The block's counted mode (1 plain, 2 inside a loop the idle check follows) and the
@@ -226,19 +234,14 @@ admitted:
         if (blk->program) {
             if (align_program(s, uc, blk)) return;
         } else if (blk->check_n) {
-            uint32_t regs[16], have = 0;
-            const pk_check *c = pk_code_checks(s->code, blk);
-            for (uint32_t i = 0; i < blk->check_n; i++, c++) {
-                uint32_t addr = (uint32_t)c->off;
-                if (c->a >= 0) addr += pk_reg_cached(s, c->a, regs, &have);
-                if (c->b >= 0) addr += pk_reg_cached(s, c->b, regs, &have);
-                if (addr & c->mask) {
-                    s->stop_reason = STOP_ALIGN;
-                    s->align_pc = c->pc;
-                    s->align_addr = addr;
-                    s->emu_stop(uc);
-                    return;
-                }
+            uint32_t addr;
+            const pk_check *c = failing_check(s, blk, &addr);
+            if (c != NULL) {
+                s->stop_reason = STOP_ALIGN;
+                s->align_pc = c->pc;
+                s->align_addr = addr;
+                s->emu_stop(uc);
+                return;
             }
         }
         if (blk->undef_off != PK_NONE) {
