@@ -68,13 +68,11 @@ bench: setup firmware
 	$(VENV)/bin/python benchmarks/emu_speed.py
 
 # ruff, then the layers contract of pyproject.toml (import-linter). import-linter finds a
-# package's modules by walking its folder, and pkasim's source is two folders that
-# setuptools maps into one package, so it reads a copy laid out as pip installs it.
+# package's modules by walking its folder; emulator/peripherals links to peripherals/,
+# so the installed package's two folders read as one (plain `lint-imports` works too).
 lint: setup
 	$(VENV)/bin/ruff check .
-	@rm -rf build/layers && mkdir -p build/layers && cp -r emulator build/layers/pkasim \
-	  && cp -r peripherals build/layers/pkasim/peripherals
-	cd build/layers && PYTHONPATH=. $(abspath $(VENV))/bin/lint-imports --config $(CURDIR)/pyproject.toml
+	$(VENV)/bin/lint-imports
 
 clean:
 	$(MAKE) -s -C firmware clean

@@ -43,7 +43,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "firmware" / "tools"))
 import manifest as firmware_manifest  # noqa: E402  (firmware/tools/manifest.py: stdlib only)
 
-PACKAGES = (["pkasim"] + [f"pkasim.{p}" for p in find_packages("emulator")]
+# emulator/peripherals is a link to peripherals/, for tools that walk one folder (import-linter)
+PACKAGES = (["pkasim"] + [f"pkasim.{p}" for p in find_packages("emulator", exclude=["peripherals", "peripherals.*"])]
             + ["pkasim.peripherals"] + [f"pkasim.peripherals.{p}" for p in find_packages("peripherals")]
             + ["pkasim.configs", "pkasim.firmware"])
 PACKAGE_DIR = {"pkasim": "emulator", "pkasim.peripherals": "peripherals",
