@@ -94,7 +94,7 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
                 else:
                     done.append(run_job(cfg, job, build, progress=tick))
                 bar.advance(overall)
-            rsa_done = [j for j in done if isinstance(j, JobResult)]
+            rsa_done = [j for j in done if not isinstance(j, EccJobResult)]
             ecc_done = [j for j in done if isinstance(j, EccJobResult)]
             results.append(ConfigResult(config=path, chip=cfg.chip, clock_hz=cfg.core.clock_hz,
                                         muls_cycles=cfg.core.muls_cycles, jobs=done,

@@ -11,11 +11,36 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pkasim.base.errors import PkasimError
 from pkasim.core.machine import Machine
 from pkasim.core.results import RunResult, StopReason
+
+
+@dataclass
+class JobResult:
+    """One bench job's row, whatever the workload: what the bench table, its JSON and
+    its chart read (pkasim.rsa.bench and pkasim.ecc.bench fill it; the ECC row adds
+    its own fields)."""
+
+    job: str
+    label: str
+    image: str
+    nbits: int
+    engine: str
+    verified: bool
+    cycles: int
+    instructions: int
+    modeled_ms: float
+    ops_per_second: float
+    firmware_ms: int | None
+    pka_operations: dict[str, int] = field(default_factory=dict)
+    pka_busy_cycles: int = 0
+    pka_busy_share: float = 0.0
+    cpu_only_share: float = 1.0
+    wall_seconds: float = 0.0  # host time of the whole run, reset to exit (not the image load)
+    efficiency: float = 0.0  # bits of result per 1000 cycles (Victor's measure): nbits * 1000 / cycles
 
 
 @dataclass

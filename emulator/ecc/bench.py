@@ -23,7 +23,7 @@ import hashlib
 import io
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes, serialization
@@ -35,7 +35,7 @@ from pkasim.base.errors import PkasimError
 from pkasim.base.kinds import Kind
 from pkasim.chip.config import ChipConfig
 from pkasim.core.machine import Machine, StopReason
-from pkasim.core.measure import measure_call
+from pkasim.core.measure import JobResult, measure_call
 from pkasim.core.observe import Event, ObservedImage, Observer
 from pkasim.ecc.image import Op
 
@@ -76,28 +76,11 @@ ECC_JOBS: tuple[EccJob, ...] = _jobs()
 
 
 @dataclass
-class EccJobResult:
-    """The fields of pkasim.rsa.bench.JobResult (the bench table, JSON and chart read
-    both alike), and the hash's share."""
+class EccJobResult(JobResult):
+    """A bench row (efficiency: curve bits per 1000 cycles, as the RSA rows'), with the
+    operation's own host time and the hash's share."""
 
-    job: str
-    label: str
-    image: str
-    nbits: int
-    engine: str
-    verified: bool
-    cycles: int
-    instructions: int
-    modeled_ms: float
-    ops_per_second: float
-    firmware_ms: int | None
-    pka_operations: dict[str, int] = field(default_factory=dict)
-    pka_busy_cycles: int = 0
-    pka_busy_share: float = 0.0
-    cpu_only_share: float = 1.0
-    wall_seconds: float = 0.0  # host time of the whole run, reset to exit (not the image load)
     op_wall_seconds: float = 0.0  # host time of the operation alone, called again on the same machine
-    efficiency: float = 0.0  # curve bits per 1000 cycles, as the RSA rows' nbits * 1000 / cycles
     hash_function: str = ""
     hash_cycles: int = 0  # cycles inside hash_function during the operation
     status: int = 0  # ecc_dispatch's return value

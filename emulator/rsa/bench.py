@@ -22,14 +22,14 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pkasim.base import resources
 from pkasim.base.errors import LoadError
 from pkasim.chip.config import ChipConfig
 from pkasim.core.machine import Machine, StopReason
-from pkasim.core.measure import measure_call
+from pkasim.core.measure import JobResult, measure_call
 from pkasim.rsa.rsakey import RsaKey, demo_key
 
 BUILD_DIR = resources.build_dir()  # the bundled images (firmware/build in a checkout)
@@ -60,26 +60,6 @@ JOBS: tuple[Job, ...] = (
     Job("rsa4096-soft", "RSA-4096, software bignum", "rsa_soft.elf", 4096, "software"),
 )
 
-
-@dataclass
-class JobResult:
-    job: str
-    label: str
-    image: str
-    nbits: int
-    engine: str
-    verified: bool
-    cycles: int
-    instructions: int
-    modeled_ms: float
-    ops_per_second: float
-    firmware_ms: int | None
-    pka_operations: dict[str, int] = field(default_factory=dict)
-    pka_busy_cycles: int = 0
-    pka_busy_share: float = 0.0
-    cpu_only_share: float = 1.0
-    wall_seconds: float = 0.0  # host time of the whole run, reset to exit (not the image load)
-    efficiency: float = 0.0  # bits of result per 1000 cycles (Victor's measure): nbits * 1000 / cycles
 
 
 @dataclass
