@@ -13,7 +13,6 @@ follow rsa_key_t (firmware/src/rsa.h): big-endian, nbits/16 bytes.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import re
 import sys
 from pathlib import Path
@@ -21,23 +20,14 @@ from pathlib import Path
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_demo_key import c_bytes, emsa_pkcs1_v15  # noqa: E402  (the demo key's encoder and C writer)
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "images" / "rsacrt_key.h"
 PEM = ROOT / "keys" / "demo-2048.pem"
 NBITS = 2048
 CRT_TEXT = b"pkasim faults: an RSA-CRT signature on the PKA"
-SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
-
-
-def emsa_pkcs1_v15(text: bytes, nbytes: int) -> bytes:
-    t = SHA256_DIGEST_INFO + hashlib.sha256(text).digest()
-    return b"\x00\x01" + b"\xff" * (nbytes - len(t) - 3) + b"\x00" + t
-
-
-def c_bytes(name: str, data: bytes) -> str:
-    rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16)]
-    body = ", \\\n    ".join(rows)
-    return f"#define {name} {{ \\\n    {body} \\\n}}\n"
 
 
 def render() -> str:
