@@ -189,46 +189,7 @@ __asm__(
 
 /* ---- carries and borrows without branches ---------------------------------------- */
 
-/*
- * One limb of an addition or subtraction with its carry or borrow (0 or 1, nothing
- * else) in and out. In C, clang for ARMv6-M turns some of these back into compare-and-branch once
- * it has inlined and unrolled a loop (`pkasim ct-check` found one in bn_mod_wide);
- * on ARMv6-M they are therefore written with the flags: ADCS and SBCS, whatever
- * the values, as Mbed TLS's own assembly does.
- */
-static inline bn_uint add_step(bn_uint *r, bn_uint a, bn_uint b, bn_uint c)
-{
-#if defined(__thumb__) && !defined(__thumb2__)
-    __asm__("lsrs   %[c], %[c], #1\n\t"     /* C = carry in */
-            "adcs   %[a], %[b]\n\t"
-            "movs   %[c], #0\n\t"           /* (MOVS #imm leaves C alone) */
-            "adcs   %[c], %[c]"             /* carry out */
-            : [a] "+l"(a), [c] "+l"(c) : [b] "l"(b) : "cc");
-    *r = a;
-    return c;
-#else
-    uint64_t s = (uint64_t)a + b + c;
-    *r = (bn_uint)s;
-    return (bn_uint)(s >> 32);
-#endif
-}
-
-static inline bn_uint sub_step(bn_uint *r, bn_uint a, bn_uint b, bn_uint c)
-{
-#if defined(__thumb__) && !defined(__thumb2__)
-    __asm__("negs   %[c], %[c]\n\t"         /* C = not borrow in */
-            "sbcs   %[a], %[b]\n\t"
-            "sbcs   %[c], %[c]\n\t"         /* 0 or -1 */
-            "negs   %[c], %[c]"             /* borrow out */
-            : [a] "+l"(a), [c] "+l"(c) : [b] "l"(b) : "cc");
-    *r = a;
-    return c;
-#else
-    uint64_t d = (uint64_t)a - b - c;
-    *r = (bn_uint)d;
-    return (bn_uint)(d >> 32) & 1u;
-#endif
-}
+#include "carry.h"
 
 bn_uint bn_carry(bn_uint *d, size_t n, bn_uint c)
 {

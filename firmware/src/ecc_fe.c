@@ -4,6 +4,7 @@
  * for the PKA build and the software build (fe_words() says where a slot lives).
  */
 #include "ecc_fe.h"
+#include "carry.h"
 
 void fe_set(fe_t s, const uint32_t w[FE_WORDS])
 {
@@ -138,25 +139,7 @@ void words_to_le(uint8_t le[FE_BYTES], const uint32_t w[FE_WORDS])
     }
 }
 
-/* *r = a - b - c (c the borrow in, 0 or 1); returns the borrow out. On ARMv6-M through
- * the flags (SBCS), as src/bn.c's sub_step: clang compiles the borrow of a 64-bit
- * difference into a compare and a branch on the values (`pkasim ct-check` found one here). */
-static inline uint32_t sub_step(uint32_t *r, uint32_t a, uint32_t b, uint32_t c)
-{
-#if defined(__thumb__) && !defined(__thumb2__)
-    __asm__("negs   %[c], %[c]\n\t"         /* C = not borrow in */
-            "sbcs   %[a], %[b]\n\t"
-            "sbcs   %[c], %[c]\n\t"         /* 0 or -1 */
-            "negs   %[c], %[c]"             /* borrow out */
-            : [a] "+l"(a), [c] "+l"(c) : [b] "l"(b) : "cc");
-    *r = a;
-    return c;
-#else
-    uint64_t d = (uint64_t)a - b - c;
-    *r = (uint32_t)d;
-    return (uint32_t)(d >> 32) & 1u;
-#endif
-}
+/* *r = a - b - c (c the borrow in, 0 or 1): sub_step, from carry.h. */
 
 /* r = a - b over 8 words; returns the borrow out, no branch on the values. */
 static uint32_t sub_borrow(uint32_t r[FE_WORDS], const uint32_t a[FE_WORDS], const uint32_t b[FE_WORDS])
