@@ -273,3 +273,55 @@ def test_a_watchpoint_on_a_page_with_hot_accesses_stops_alike_on_both_engines(ho
     stock, patched = hot_watches
     assert stock["runs"][index]["hits"], "the watchpoint never triggered: the case tests nothing"
     assert patched["runs"][index] == stock["runs"][index]
+
+
+# A hook that writes PC inside a run (pkasim's exception entry, return and WFI wake-up do):
+# the run goes on at the new PC without stopping, and a later memory hook of the same run
+# still sees the PC of its own instruction (engine patches 8 and 21).
+PC_WRITE_CHILD = r"""
+import json
+from pkasim.core import cpu  # chooses the engine (PKASIM_ENGINE) before Unicorn is used
+from pkasim.native import engine
+from unicorn import Uc, UC_ARCH_ARM, UC_MODE_THUMB, UC_MODE_MCLASS, UC_HOOK_CODE, UC_HOOK_MEM_READ
+from unicorn import arm_const as A
+code = bytes.fromhex(
+    "0020"  # 0x00 movs r0, #0
+    "00bf"  # 0x02 nop        <- the code hook sends PC to 0x10
+    "0920"  # 0x04 movs r0, #9   (skipped)
+    "fee7"  # 0x06 b .           (skipped)
+    + "00bf" * 4 +
+    "1168"  # 0x10 ldr r1, [r2]  <- the read hook notes PC
+    "0723"  # 0x12 movs r3, #7
+    "00bf"  # 0x14 nop (the end of the run)
+)
+uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
+uc.mem_map(0, 0x1000)
+uc.mem_map(0x20000000, 0x1000)
+uc.mem_write(0, code)
+uc.mem_write(0x20000000, (0x12345678).to_bytes(4, "little"))
+uc.reg_write(A.UC_ARM_REG_R2, 0x20000000)
+seen = {"writes": 0, "read_pc": []}
+def jump(uc, address, size, user):
+    seen["writes"] += 1
+    uc.reg_write(A.UC_ARM_REG_PC, 0x10 | 1)
+def read(uc, access, address, size, value, user):
+    seen["read_pc"].append(uc.reg_read(A.UC_ARM_REG_PC))
+uc.hook_add(UC_HOOK_CODE, jump, begin=2, end=2)
+uc.hook_add(UC_HOOK_MEM_READ, read, begin=0x20000000, end=0x20000fff)
+uc.emu_start(1, 0x14)
+print(json.dumps({"engine": engine.selected(), "r0": uc.reg_read(A.UC_ARM_REG_R0), "r1": uc.reg_read(A.UC_ARM_REG_R1),
+                  "r3": uc.reg_read(A.UC_ARM_REG_R3), "pc": uc.reg_read(A.UC_ARM_REG_PC), **seen}))
+"""
+
+
+@pytest.mark.parametrize("choice", ["stock", "patched"])
+def test_a_pc_written_from_a_hook_goes_on_in_the_same_run(choice):
+    if choice == "patched" and _engine_problem():
+        pytest.skip(f"pkasim's engine is not available here: {_engine_problem()}")
+    done = subprocess.run([sys.executable, "-c", PC_WRITE_CHILD], env={**os.environ, "PKASIM_ENGINE": choice},
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (got["engine"], got["writes"], got["r0"], got["r1"], got["r3"], got["pc"], got["read_pc"]) == (
+        choice, 1, 0, 0x12345678, 7, 0x14, [0x10])
