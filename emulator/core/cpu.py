@@ -53,6 +53,7 @@ class Core:
         engine.require()
         self.lib = native.load()
         self.state = native.PkState()
+        self.state.ring[:] = [native.RING_EMPTY] * native.RING  # no block start yet
         self.state_ref = ctypes.byref(self.state)
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
@@ -102,7 +103,7 @@ class Core:
     def set_reg(self, name: str, value: int) -> None:
         if name.lower() == "pc":
             self.set_pc(value)
-            self.state.cur_valid = 0
+            self.drop_block()
             self.state.prev_valid = 0
         else:
             self.wr(self.reg_id(name), value)
@@ -149,6 +150,16 @@ class Core:
             raise UcError(err)
         self._native_hooks.append(handle)
         return handle
+
+    def drop_block(self) -> None:
+        """Forget the executing block's record (it will not be committed): not valid,
+        and its cost and instructions 0, since on pkasim's engine the generated code
+        adds those at the next block start without testing the valid word
+        (cyclehook.c pk_drop_block, docs/engine.md)."""
+        s = self.state
+        s.cur_valid = 0
+        s.cur_cost = 0
+        s.cur_insns = 0
 
     def count_blocks(self) -> None:
         """Counted mode (pkasim's engine, docs/engine.md): the engine's generated code

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pkasim.base.errors import PkasimError, UnavailableError
 
-RING = 32
+RING = 64
+RING_EMPTY = 0xFFFFFFFF  # a slot of the ring no block start has filled yet (never a start: odd)
 VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
 NATIVE_BPS = 16  # PK_NATIVE_BPS: breakpoints the native loop verdict knows (more: Python decides)
 TRUST = 1024  # PK_TRUST: trusted-loop slots (idle.c)
@@ -122,7 +123,8 @@ class PkState(ctypes.Structure):
         ("emu_stop", ctypes.c_void_p),
         ("regids", ctypes.c_int32 * 16),
         ("ring", ctypes.c_uint32 * RING),
-        ("ring_pos", ctypes.c_uint32),
+        ("ring_pos", ctypes.c_uint8),  # byte offset of the next slot (wraps by itself)
+        ("ring_pad", ctypes.c_uint8 * 3),
         ("apsr_regid", ctypes.c_int32),
         ("pad_end", ctypes.c_uint32),
         # the native exception model (excmodel.c)
