@@ -169,14 +169,16 @@ class Core:
         or the block asks for it."""
         s = self.state
         s.counted = 1
-        s.limit = 0
+        s.limit = s.limit_inline = 0
         s.span_lo, s.span_hi = 0xFFFFFFFF, 0
+        at = [ctypes.addressof(s) + getattr(native.PkState, name).offset
+              for name in ("cycles", "insns", "limit", "cur_valid", "span_lo", "ring", "ring_pos", "limit_inline")]
         acct = native.BlockAccount(
-            *(ctypes.addressof(s) + getattr(native.PkState, name).offset
-              for name in ("cycles", "insns", "limit", "cur_valid", "span_lo", "ring", "ring_pos")),
+            *at[:7],
             ctypes.cast(self.lib.pk_block_cost, ctypes.c_void_p).value,
             ctypes.cast(self.lib.pk_block_hook_counted, ctypes.c_void_p).value,
-            ctypes.addressof(s))
+            ctypes.addressof(s),
+            at[7])
         fn = _ucmod.uclib.uc_block_account_set
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

@@ -194,6 +194,7 @@ class PkState(ctypes.Structure):
         ("pad_loop", ctypes.c_uint32),
         # counted mode (pkasim's engine: cyclehook.c pk_block_hook_counted)
         ("limit", ctypes.c_uint64),
+        ("limit_inline", ctypes.c_uint64),
         ("span_lo", ctypes.c_uint32),
         ("span_hi", ctypes.c_uint32),
         ("counted", ctypes.c_uint32),
@@ -213,11 +214,12 @@ class PkState(ctypes.Structure):
 
 
 class BlockAccount(ctypes.Structure):
-    """Unicorn's uc_block_account (the engine's patch 5, docs/engine.md): where the
-    generated code keeps the count, and the two native callbacks."""
+    """Unicorn's uc_block_account (the engine's patches 5 and 19, docs/engine.md): where
+    the generated code keeps the count, and the two native callbacks."""
 
     _fields_ = [(name, ctypes.c_void_p) for name in
-                ("cycles", "insns", "limit", "record", "span", "ring", "ring_pos", "cost", "hook", "user_data")]
+                ("cycles", "insns", "limit", "record", "span", "ring", "ring_pos", "cost", "hook", "user_data",
+                 "inline_limit")]
 
 
 _lib: ctypes.CDLL | None = None

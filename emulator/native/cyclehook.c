@@ -312,7 +312,7 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
 
 /* Something the counted hook decides on changed (an exception may be takeable, a
  * device event moved, the deadline came closer): call the hook at the next block. */
-void pk_counted_wake(pk_state *s) { s->limit = 0; }
+void pk_counted_wake(pk_state *s) { s->limit = s->limit_inline = 0; }
 
 /* The cycle count at which the generated code must call the hook again, or 0 for the
  * next block: the deadline, a native device's next event or the end of the trust
@@ -329,6 +329,7 @@ static void counted_limit(pk_state *s) {
         if (s->cur_flags & PK_F_IRQCHK) lim = 0;
     }
     s->limit = lim;
+    s->limit_inline = s->span_hi ? 0 : lim; /* (engine patch 19: the quick test, no span) */
 }
 
 void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *s) {
