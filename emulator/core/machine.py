@@ -93,7 +93,7 @@ class Machine:
         core, cfg = self.core, self.config
         s = core.state
         flash = cfg.flash
-        core.code = CodeCache(cfg, core, region_protection)
+        core.code = CodeCache(cfg, core, region_protection, by_translation=not engine.patched())
         core.use_own_tlb()
         s.fetch_ws = flash.wait_states
         s.flash_base = flash.base

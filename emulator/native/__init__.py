@@ -233,6 +233,7 @@ def _declare_code(lib: ctypes.CDLL) -> None:
     _declare(lib.pk_code_add_region, ctypes.c_int, ptr, u32, u32, u32)
     _declare(lib.pk_code_add_memory, ctypes.c_int, ptr, u32, u32, ptr)
     _declare(lib.pk_code_clear, None, ptr)
+    _declare(lib.pk_code_track_translation, None, ptr)
     _declare(lib.pk_code_changed, ctypes.c_int, ptr, u32, u32)
     _declare(lib.pk_code_watch_need, None, ptr, u32, ctypes.POINTER(u32), ctypes.POINTER(u32))
     _declare(lib.pk_code_watch_set, None, ptr, u32, u32, u32)
