@@ -66,6 +66,7 @@ class Core:
         self.fast_paths = True  # native exception entry/return, WFI, idle loops and device paths
         self._native_hooks: list[ctypes.c_size_t] = []
         self.obs = None  # the native observer (pkasim.core.observe.Observation) while something observes
+        self.flash_reads = None  # the stock wheel's flash data reads with wait states (core/flashreads.py)
         self.code: CodeStore | None = None  # the native code cache (the machine builds it)
 
     def observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
@@ -149,6 +150,13 @@ class Core:
             raise UcError(err)
         self._native_hooks.append(handle)
         return handle
+
+    def memory_hook_placed(self, key: object, on: bool, lo: int = 0, hi: int = 0xFFFFFFFF) -> None:
+        """A memory hook over [lo, hi] was added (``on``) or deleted, under ``key``:
+        while one covers flash, its data reads reach flash itself, where the hook sees
+        them (core/flashreads.py; nothing to do without wait states, or on pkasim's engine)."""
+        if self.flash_reads is not None:
+            self.flash_reads.hold(key, on, lo, hi)
 
     def count_blocks(self) -> None:
         """Counted mode (pkasim's engine, docs/engine.md): the engine's generated code

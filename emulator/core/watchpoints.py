@@ -190,6 +190,8 @@ class Watchpoints:
         # below the range in a block without LDM/STM/PUSH/POP.
         data = _WatchHook(ctypes.addressof(self.core.state), ctypes.cast(self._py_hook, ctypes.c_void_p), address)
         hooks: list[object] = [data]
+        # (first: a flash read's wait states are charged before this hook runs)
+        self.core.memory_hook_placed(w, True, lo, w.end - 1)
         for htype in ([UC_HOOK_MEM_WRITE] if kind != "read" else []) + ([UC_HOOK_MEM_READ] if kind != "write" else []):
             hooks.append(self.core.add_native_hook(htype, self.core.lib.pk_watch_hook, lo, w.end - 1,
                                                    ctypes.cast(ctypes.byref(data), ctypes.c_void_p)))
@@ -203,6 +205,7 @@ class Watchpoints:
         hooks = self._hooks.pop(Watchpoint(address, size, kind), None)
         if hooks is None:
             return False
+        self.core.memory_hook_placed(Watchpoint(address, size, kind), False)
         for h in hooks[1:]:
             _ucmod.uclib.uc_hook_del(self.core.uch, h)
             if h in self.core._native_hooks:

@@ -207,6 +207,11 @@ class PkState(ctypes.Structure):
         # trusted loops (idle.c)
         ("trust_end", ctypes.c_uint64),
         ("trust", ctypes.c_uint32 * TRUST),
+        # flash data reads through an alias (flashalias.c)
+        ("flash_host", ctypes.c_void_p),
+        ("flash_alias", ctypes.c_uint64),
+        ("flash_alias_on", ctypes.c_uint32),
+        ("pad_alias", ctypes.c_uint32),
     ]
 
 
