@@ -9,8 +9,8 @@ window lies above 4 GiB, where no 32-bit guest address reaches it.
 
 A memory hook over flash (a watchpoint there, the ct-check hash over everything, the
 time-travel search's watch hooks) would see the window's address for those reads
-instead of the flash address: while one exists (``hold``), the reads go to flash
-itself again and the read hook counts them, as before.
+instead of the flash address: while one exists (``Core.memory_hook_placed``), the
+reads go to flash itself again and the read hook counts them, as before.
 """
 
 from __future__ import annotations
@@ -47,20 +47,19 @@ class FlashReads:
             raise UcError(err)
         s.flash_host = host
         s.flash_alias = WINDOW_BASE
-        self._apply()
+        core.mem_hook_listeners.append(self._hooks_changed)
+        self._hooks_changed()
 
     @property
     def by_window(self) -> bool:
         """Data reads go through the window now (no memory hook)."""
         return not self._holders
 
-    def hold(self, key: object, on: bool, lo: int = 0, hi: int = 0xFFFFFFFF) -> None:
-        """A memory hook over [lo, hi] exists (``on``) or is gone, under ``key``;
-        only one over flash makes the reads go to flash itself."""
-        if on and lo < self.flash.end and self.flash.base <= hi:
-            self._holders.add(key)
-        else:
-            self._holders.discard(key)
+    def _hooks_changed(self) -> None:
+        """The machine's memory hooks changed (``Core.memory_hook_placed``): only one
+        over flash makes the reads go to flash itself."""
+        self._holders = {key for key, (lo, hi) in self.core.mem_hooks.items()
+                         if lo < self.flash.end and self.flash.base <= hi}
         self._apply()
 
     def _apply(self) -> None:

@@ -212,6 +212,8 @@ class PkState(ctypes.Structure):
         ("flash_alias", ctypes.c_uint64),
         ("flash_alias_on", ctypes.c_uint32),
         ("pad_alias", ctypes.c_uint32),
+        # watched pages behind a window (watchwindow.c)
+        ("wwin", ctypes.c_void_p),
     ]
 
 
