@@ -44,13 +44,23 @@ out["windowed_after_code"] = watch.windowed
 m.call("smc_patch", int(sys.argv[2]))  # the core's own store over that code
 out["patched"], out["r0"] = m.call("smc_target"), m.reg("r0")
 out["before"] = before
+
+# kernels: its checksum word shares a page with its arrays, accessed every few cycles
+for name, spot in (("hot", "kernels_checksum"), ("cold", 0x20003000)):
+    m = Machine(load_config(), stdout=io.BytesIO(), stderr=io.BytesIO())
+    m.load(sys.argv[3])
+    m.write_symbol("iterations", (2).to_bytes(4, "little"))
+    m.add_watchpoint(spot, 4, "write")
+    while m.run(max_cycles=10**8).watch is not None:
+        pass
+    out[name] = m._loop.watch.windowed
 print(json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def stock(elf) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(elf("anywhere")), str(MULS)],
+    done = subprocess.run([sys.executable, "-c", CHILD, str(elf("anywhere")), str(MULS), str(elf("kernels"))],
                           env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -73,3 +83,11 @@ def test_code_run_from_a_watched_page_puts_the_watchpoints_on_memory_hooks(stock
 
 def test_code_the_core_rewrites_on_a_watched_page_is_timed_as_rewritten(stock):
     assert stock["patched"] == stock["before"] + 31 and stock["r0"] == 1
+
+
+def test_a_watched_page_accessed_every_few_cycles_goes_back_to_memory_hooks(stock):
+    assert not stock["hot"]
+
+
+def test_a_watched_page_seldom_accessed_stays_behind_the_window(stock):
+    assert stock["cold"]

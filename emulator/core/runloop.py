@@ -376,6 +376,7 @@ class RunLoop:
                 if s.watch_region == WINDOW_CODE:
                     self.watch.code_fetched()
             core.uc.emu_start(begin | 1, until, count=count)
+            self.watch.settle()
             if s.stop_reason != native.STOP_WATCH:
                 return
             if s.watch_region == WINDOW_CODE:

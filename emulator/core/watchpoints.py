@@ -176,12 +176,14 @@ class _Window:
                                 ("pk_wwin_set_page", None, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
                                                             ctypes.c_void_p]),
                                 ("pk_wwin_clear", None, [ctypes.c_void_p]),
+                                ("pk_wwin_hot", ctypes.c_int, [ctypes.c_void_p]),
                                 ("pk_wwin_free", None, [ctypes.c_void_p]),
                                 ("pk_wwin_add", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
                                                                ctypes.c_uint32, ctypes.c_void_p])):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         self.core = core
+        self.pages: set[int] = set()
         self.page = int(core.state.tlb_page)
         self.capacity = int(lib.pk_wwin_capacity())
         self.ptr = lib.pk_wwin_new(ctypes.addressof(core.state), WINDOW_BASE, self.page)
@@ -203,6 +205,7 @@ class _Window:
         """Put ``pages`` (page -> its host memory) behind the window, with the
         watchpoints' (lo, hi, kinds, hook) entries; none: the window is off."""
         lib, s = self.core.lib, self.core.state
+        self.pages = set(pages)
         lib.pk_wwin_clear(self.ptr)
         for slot, (page, host) in enumerate(sorted(pages.items())):
             lib.pk_wwin_set_page(self.ptr, slot, page, host)
@@ -231,6 +234,7 @@ class Watchpoints:
         self._window: _Window | None = None
         self._windowed = False  # the watchpoints are behind the window now (else memory hooks)
         self._deciding = False
+        self._hot_pages: set[int] = set()  # pages found accessed too often for the window to pay
         self.mode = STOP
         self.hit: WatchHit | None = None
         # Resuming from a stop before an instruction: (its address, the instruction
@@ -284,6 +288,16 @@ class Watchpoints:
         """The watchpoints are found through the stock wheel's window (no memory hook)."""
         return self._windowed
 
+    def settle(self) -> None:
+        """Between runs: the window found its pages accessed too often to pay (it
+        stopped the run at a block start): they go back to memory hooks, for as long
+        as they are watched."""
+        if self._windowed and self._window.core.lib.pk_wwin_hot(self._window.ptr):
+            self._hot_pages |= set(self._window.pages)
+            self._uninstall()
+            self._install()
+            self.core.uc.ctl_flush_tb()
+
     def code_fetched(self) -> None:
         """Code was fetched from a watched page behind the window (a STOP_WATCH with
         WINDOW_CODE): a store there must drop translated code, which only the engine's
@@ -311,7 +325,8 @@ class Watchpoints:
             lo, hi = self._bounds(w)
             for p in range(lo - lo % page, hi + 1, page):
                 host = self._page_host(p, page)
-                if host is None or core.lib.pk_code_page_holds_code(core.code.handle, p, page, 0):
+                if host is None or p in self._hot_pages or core.lib.pk_code_page_holds_code(core.code.handle, p,
+                                                                                             page, 0):
                     return None
                 pages[p] = host
         if self._window is None:

@@ -26,6 +26,8 @@
 #define WWIN_PAGES 16
 #define WWIN_ENTRIES 32
 #define PK_WWIN_CODE 0xFFFFFFFFu
+#define HOT_SAMPLE 1024u /* accesses between two looks at the rate */
+#define HOT_CYCLES 64u   /* fewer cycles than this per access: the pages are hot */
 
 enum { MEM_READ_ = 16, MEM_WRITE_ = 17, MEM_FETCH_ = 18, MEM_WRITE_PROT_ = 22, MEM_READ_PROT_ = 23 };
 enum { PROT_R = 1, PROT_W = 2, PROT_X = 4 };
@@ -48,6 +50,8 @@ typedef struct {
     uint8_t *host[WWIN_PAGES];  /* their memory */
     uint32_t nentries;
     wentry entry[WWIN_ENTRIES];
+    uint64_t accesses, mark;    /* accesses through the window; the cycle count at the last look */
+    uint32_t hot;               /* the pages are accessed too often for the window to pay */
 } pk_wwin;
 
 pk_wwin *pk_wwin_new(pk_state *s, uint64_t base, uint32_t page) {
@@ -74,7 +78,12 @@ void pk_wwin_set_page(pk_wwin *w, uint32_t slot, uint32_t vpage, uint8_t *host) 
 void pk_wwin_clear(pk_wwin *w) {
     w->npages = 0;
     w->nentries = 0;
+    w->accesses = 0;
+    w->hot = 0;
+    w->mark = w->s->cycles;
 }
+
+int pk_wwin_hot(const pk_wwin *w) { return (int)w->hot; }
 
 /* A watchpoint's hook: accesses starting in [lo, hi], of kinds (1 write, 2 read). */
 int pk_wwin_add(pk_wwin *w, uint32_t lo, uint32_t hi, uint32_t kinds, void *hook) {
@@ -132,6 +141,19 @@ int pk_wwin_prot(void *uc, int type, uint64_t address, int size, int64_t value, 
     uint32_t slot = (uint32_t)(rel / w->page);
     if (address < w->base || slot >= w->npages) return 0;
     uint32_t guest = w->vpage[slot] + (uint32_t)(rel % w->page);
+    if (++w->accesses % HOT_SAMPLE == 0) {
+        /* Each access here is a protection hook with PC restored, an MMIO call and
+         * more: far dearer than an access on the slow path every access takes under
+         * a memory hook. Pages accessed more than once per HOT_CYCLES cycles go back
+         * to memory hooks: the next block start stops the run (a deadline), and the
+         * machine moves them (Watchpoints.settle). */
+        pk_state *s = w->s;
+        if (!w->hot && s->cycles - w->mark < (uint64_t)HOT_SAMPLE * HOT_CYCLES) {
+            w->hot = 1;
+            s->deadline = 0;
+        }
+        w->mark = s->cycles;
+    }
     uint32_t kind = type == MEM_WRITE_PROT_ ? 1 : 2;
     for (uint32_t i = 0; i < w->nentries; i++) {
         const wentry *e = &w->entry[i];
