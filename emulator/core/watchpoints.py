@@ -18,6 +18,10 @@ watched range (the span is computed from the instruction and its registers, whic
 are untouched at that point); that first access lies at most ``REACH`` bytes below
 the range, hence the widening. Later accesses of the same instruction are ignored.
 
+On the stock Unicorn wheel the hooks are, where they can be, protection hooks over a
+window the watched pages are sent to (``Watchpoints``, watchwindow.c), so that the rest
+of the program keeps the engine's fast path; they see the same accesses.
+
 What is not watched: the core's own stacking and unstacking on exception entry and
 return, and device registers (a device access cannot be taken back, so ranges
 must lie in memory; the machine refuses others).
