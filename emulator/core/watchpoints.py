@@ -356,6 +356,10 @@ class Watchpoints:
                 self.core.flush_tlb()
                 return
             self._windowed = False
+            # A memory hook over code keeps the engine from marking the page "not dirty"
+            # again when it translates from it (translate-all.c tb_gen_code): fill every
+            # page again, so stores there drop the code they overwrite.
+            self.core.flush_tlb()
             for w, hooks in self._hooks.items():
                 lo, hi = self._bounds(w)
                 self.core.memory_hook_placed(w, True, lo, hi)
