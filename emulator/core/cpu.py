@@ -8,6 +8,7 @@ fast path around the binding's ``reg_read`` (several microseconds a call).
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from typing import Protocol
 
 from unicorn import (
@@ -53,6 +54,7 @@ class Core:
         engine.require()
         self.lib = native.load()
         self.state = native.PkState()
+        self.state.ring[:] = [native.RING_EMPTY] * native.RING  # no block start yet
         self.state_ref = ctypes.byref(self.state)
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
@@ -66,6 +68,9 @@ class Core:
         self.fast_paths = True  # native exception entry/return, WFI, idle loops and device paths
         self._native_hooks: list[ctypes.c_size_t] = []
         self.obs = None  # the native observer (pkasim.core.observe.Observation) while something observes
+        self.flash_reads = None  # the stock wheel's flash data reads with wait states (core/flashreads.py)
+        self.mem_hooks: dict[object, tuple[int, int]] = {}  # data memory hooks placed: [lo, hi] by key
+        self.mem_hook_listeners: list[Callable[[], None]] = []  # told when mem_hooks changes
         self.code: CodeStore | None = None  # the native code cache (the machine builds it)
 
     def observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
@@ -102,7 +107,7 @@ class Core:
     def set_reg(self, name: str, value: int) -> None:
         if name.lower() == "pc":
             self.set_pc(value)
-            self.state.cur_valid = 0
+            self.drop_block()
             self.state.prev_valid = 0
         else:
             self.wr(self.reg_id(name), value)
@@ -150,6 +155,28 @@ class Core:
         self._native_hooks.append(handle)
         return handle
 
+    def drop_block(self) -> None:
+        """Forget the executing block's record (it will not be committed): not valid,
+        and its cost and instructions 0, since on pkasim's engine the generated code
+        adds those at the next block start without testing the valid word
+        (cyclehook.c pk_drop_block, docs/engine.md)."""
+        s = self.state
+        s.cur_valid = 0
+        s.cur_cost = 0
+        s.cur_insns = 0
+
+    def memory_hook_placed(self, key: object, on: bool, lo: int = 0, hi: int = 0xFFFFFFFF) -> None:
+        """A memory hook over [lo, hi] was added (``on``) or deleted, under ``key``:
+        while one covers flash, its data reads reach flash itself, where the hook sees
+        them (core/flashreads.py), and watched pages are no longer sent to a window
+        (core/watchpoints.py): that hook would see the window's address."""
+        if on:
+            self.mem_hooks[key] = (lo, hi)
+        elif self.mem_hooks.pop(key, None) is None:
+            return
+        for listener in list(self.mem_hook_listeners):
+            listener()
+
     def count_blocks(self) -> None:
         """Counted mode (pkasim's engine, docs/engine.md): the engine's generated code
         commits each block's cycles and instructions and records the next block
@@ -158,14 +185,16 @@ class Core:
         or the block asks for it."""
         s = self.state
         s.counted = 1
-        s.limit = 0
+        s.limit = s.limit_inline = 0
         s.span_lo, s.span_hi = 0xFFFFFFFF, 0
+        at = [ctypes.addressof(s) + getattr(native.PkState, name).offset
+              for name in ("cycles", "insns", "limit", "cur_valid", "span_lo", "ring", "ring_pos", "limit_inline")]
         acct = native.BlockAccount(
-            *(ctypes.addressof(s) + getattr(native.PkState, name).offset
-              for name in ("cycles", "insns", "limit", "cur_valid", "span_lo", "ring", "ring_pos")),
+            *at[:7],
             ctypes.cast(self.lib.pk_block_cost, ctypes.c_void_p).value,
             ctypes.cast(self.lib.pk_block_hook_counted, ctypes.c_void_p).value,
-            ctypes.addressof(s))
+            ctypes.addressof(s),
+            at[7])
         fn = _ucmod.uclib.uc_block_account_set
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
