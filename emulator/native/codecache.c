@@ -239,6 +239,19 @@ typedef struct {
     int32_t off;
 } rep_t;
 
+/* Whether an earlier check of the block (from ``first``) implies this one: the same
+ * registers, an alignment no smaller, an offset that differs by a multiple of this
+ * check's alignment. If the earlier one passes this one does; if it fails, the block
+ * stops there first. */
+static int implied(const pk_code *c, uint32_t first, const rep_t *r, int32_t off, uint8_t mask) {
+    for (uint32_t i = first; i < c->checks_used; i++) {
+        const pk_check *k = &c->checks[i];
+        int same = (k->a == r->a && k->b == r->b) || (k->a == r->b && k->b == r->a);
+        if (same && (k->mask & mask) == mask && !((uint32_t)(k->off - off) & mask)) return 1;
+    }
+    return 0;
+}
+
 static int add_check(pk_code *c, const rep_t *r, int32_t off, uint8_t mask, uint32_t pc) {
     if (c->checks_used == c->checks_cap) {
         uint32_t cap = c->checks_cap ? c->checks_cap * 2 : 1024;
@@ -400,8 +413,10 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
                 break;
             case K_ACCESS: {
                 rep_t base = rep_add(reg[d->rn], d->rm >= 0 ? reg[d->rm] : zero);
-                if (!base.ok) blk->program = 1;
-                else if (add_check(c, &base, d->imm, d->amask, a) != 0) {
+                if (!base.ok || base.a == 15 || base.b == 15) blk->program = 1; /* (a check never names PC) */
+                else if (implied(c, blk->check_first, &base, base.off + d->imm, d->amask)) {
+                    /* nothing to add */
+                } else if (add_check(c, &base, d->imm, d->amask, a) != 0) {
                     err = PK_NOMEM;
                     goto out;
                 }

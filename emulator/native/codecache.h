@@ -38,7 +38,8 @@ typedef struct { /* 32 bytes: two to a cache line */
     uint32_t trust_tag;   /* with mode 2: the one such loop it lies in (idle.c), or 0 */
 } pk_block;
 
-/* One alignment check: address = reg a + reg b + off at block entry (-1: no register). */
+/* One alignment check: address = reg a + reg b + off at block entry (-1: no register;
+ * never PC, r15: such an address is an alignment program's). */
 typedef struct {
     int8_t a, b;
     uint8_t mask;
@@ -81,7 +82,7 @@ const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t siz
                               pk_block *scratch, int *err, int *watch);
 /* The cached block [start, start + size), or NULL: nothing decoded, nothing changed. */
 PK_INTERNAL const pk_block *pk_code_hit(const pk_code *c, uint32_t start, uint32_t size);
-const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
+PK_INTERNAL const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
 /* A block's alignment program (b->program set), and the memory programs read. */
 PK_INTERNAL const pk_aop *pk_code_program(const pk_code *c, const pk_block *b);
 PK_INTERNAL pk_amap *pk_code_memory(pk_code *c);

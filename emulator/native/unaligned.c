@@ -691,7 +691,9 @@ static uint32_t ror32(uint32_t x, uint32_t n) { return n ? (x >> n) | (x << (32 
  * after the block's start, so splitting the block there is exact and makes progress. */
 static uint32_t entry_reg(const pk_aregs *regs, uint16_t r) {
     uint32_t x = 0;
-    if (r != V_ZERO) regs->reg_read(regs->uc, regs->regids[r], &x);
+    if (r == V_ZERO) return 0;
+    if (regs->in_place && r < 15) return regs->in_place[r];
+    regs->reg_read(regs->uc, regs->regids[r], &x);
     return x;
 }
 
@@ -740,11 +742,14 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
         v[V_CARRY] = apsr >> 29 & 1;
         entry &= ~(1u << V_CARRY);
     }
-    while (entry) {
-        uint32_t r = (uint32_t)__builtin_ctz(entry), x = 0;
-        regs->reg_read(regs->uc, regs->regids[r], &x);
-        v[r] = x;
-        entry &= entry - 1;
+    if (regs->in_place && !(entry & (1u << 15))) {
+        memcpy(v, regs->in_place, 15 * sizeof(uint32_t)); /* r0-r14 in one copy: fewer steps than the mask's */
+    } else {
+        while (entry) {
+            uint32_t r = (uint32_t)__builtin_ctz(entry);
+            v[r] = entry_reg(regs, (uint16_t)r);
+            entry &= entry - 1;
+        }
     }
     st.n = 0;
     for (o++; o < end; o++) {
@@ -758,6 +763,12 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
                 *addr = unknown ? 0 : a;
                 return unknown ? PK_ALIGN_SPLIT : PK_ALIGN_FAULT;
             }
+            continue;
+        }
+        if (o->op == A_LOAD && o->size == 4 && !st.n) { /* (a local's value from the stack, most often) */
+            const uint8_t *src = host_at(map, x + y + (uint32_t)o->imm, 4);
+            v[o->d] = src ? host_value(src, 4) : 0;
+            if (!src) unknown = 1;
             continue;
         }
         if (o->op == A_CHECK_LOAD && o->size == 4) {

@@ -91,6 +91,7 @@ typedef struct {
     int (*reg_read)(void *uc, int regid, void *value);
     const int32_t *regids; /* r0..r15 */
     int32_t apsr_id, control_id, ipsr_id, msp_id, psp_id;
+    const uint32_t *in_place; /* r0-r14 in the engine's CPU state (what reg_read returns), or NULL */
 } pk_aregs;
 
 /* Run a program. On a finding other than OK, *pc is the instruction and *addr the
