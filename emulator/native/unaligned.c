@@ -424,12 +424,14 @@ static uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 /* Low bits known to be zero: a value whose low bits are zero adds nothing to an
  * address's alignment (an index scaled by LSLS #2 or MULS by 4, a pointer masked by
- * BICS/ANDS), so a check drops it from its operands. Values in program order, from
- * the operations that make them; the entry registers and loaded values: none known. */
+ * BICS/ANDS, SP), so a check drops it from its operands. Values in program order, from
+ * the operations that make them; the entry registers but SP and loaded values: none
+ * known. */
 static void simplify_checks(pk_abuild *b) {
     uint8_t *tz = calloc(b->next, 1);
     if (!tz) return; /* only an optimisation */
     tz[V_ZERO] = 32;
+    tz[13] = 2; /* SP at block entry: the core keeps its bits [1:0] zero */
     for (uint32_t i = 0; i < b->n; i++) {
         pk_aop *o = &b->ops[i];
         uint32_t ta = tz[o->a], tb = tz[o->b], ti = ctz32((uint32_t)o->imm), t = 0;
