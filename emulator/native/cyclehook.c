@@ -295,21 +295,25 @@ admitted:
  * rest (and reports a check that fails). */
 void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     uint32_t a = (uint32_t)address;
-    const pk_block *blk = NULL;
-    if (s->cur_valid && !(s->cur_flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) && s->native_on && !s->irq_check &&
-        !s->fetch_ws && (blk = pk_code_hit(s->code, a, size)) != NULL && blk->mode &&
-        blk->undef_off == PK_NONE && !s->span_hi && s->align_skip_start != a &&
+    /* The lookup first: its loads overlap the tests of the state below, which are
+     * combined without a branch each (at nearly every block they all pass). */
+    const pk_block *blk = pk_code_hit(s->code, a, size);
+    uint32_t flags = s->cur_flags;
+    uint32_t other = (uint32_t)!s->cur_valid | (flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) | (uint32_t)!s->native_on |
+                     s->irq_check | s->fetch_ws | s->span_hi | (uint32_t)(s->align_skip_start == a);
+    if (!other && blk && blk->mode && blk->undef_off == PK_NONE &&
         (blk->mode != 2 || pk_trusted(s, blk->trust_tag))) {
-        uint64_t cycles = s->cycles + s->cur_cost - ((s->cur_flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);
-        if (cycles < s->native_min && cycles < s->deadline && cycles < s->trust_end &&
-            s->trust_end - cycles <= PK_TRUST_CYCLES &&
+        uint64_t cycles = s->cycles + s->cur_cost - ((flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);
+        uint64_t limit = s->native_min < s->deadline ? s->native_min : s->deadline;
+        if (s->trust_end < limit) limit = s->trust_end;
+        if (cycles < limit && s->trust_end - cycles <= PK_TRUST_CYCLES &&
             (blk->program ? program_passes(s, uc, blk) : !blk->check_n || checks_pass(s, blk))) {
             s->cycles = cycles;
             s->insns += s->cur_insns;
             s->blocks += 1;
             s->prev_valid = 1;
             s->prev_end = s->cur_end;
-            s->prev_flags = s->cur_flags;
+            s->prev_flags = flags;
             s->align_skip_start = 0xFFFFFFFFu;
             s->cur_mode = blk->mode;
             s->cur_start = a;
