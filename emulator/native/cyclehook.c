@@ -66,8 +66,13 @@ static int align_program(pk_state *s, void *uc, const pk_block *blk) {
     return 1;
 }
 
-/* Whether a block's alignment program finds nothing to stop for (it changes nothing). */
+/* Whether a block's alignment program finds nothing to stop for (it changes nothing):
+ * a quick one inline (unaligned.h pk_align_quick), with r0-r14 in place. */
 static int program_passes(pk_state *s, void *uc, const pk_block *blk) {
+    const pk_aop *ops = pk_code_program(s->code, blk);
+    if ((ops->size & PK_SHAPE_QUICK) && s->regs_ptr &&
+        pk_align_quick(ops, blk->check_n, pk_code_memory(s->code), s->regs_ptr))
+        return 1;
     pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr,
                      s->id_msp, s->id_psp, s->regs_ptr};
     uint32_t pc = 0, addr = 0;

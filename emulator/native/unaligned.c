@@ -19,52 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define A_NONE 0xFFFFu
-#define V_CARRY 16
-#define V_ZERO 17
-#define V_FIRST 18
 #define MAX_VALUES 1024 /* values of one cut-down program; more: split at its first check */
 #define MAX_STORES 64   /* stores remembered while a program runs; more: later loads unknown */
 
-enum {
-    A_HEAD,    /* imm: mask of the entry values read (bits 0-16); d: number of values */
-    A_CONST,   /* d = imm */
-    A_UNKNOWN, /* d = a value not known before the block runs */
-    A_ADD,     /* d = a + b + imm */
-    A_SUB,     /* d = a - b - imm */
-    A_RSB,     /* d = imm - a */
-    A_ADC,     /* d = a + b + carry c */
-    A_SBC,     /* d = a - b - (1 - carry c) */
-    A_CADD,    /* d = carry out of a + (b + imm) */
-    A_CSUB,    /* d = carry out of a - (b + imm) (no borrow) */
-    A_CADC,    /* d = carry out of a + b + c */
-    A_CSBC,    /* d = carry out of a + ~b + c */
-    A_CRSB,    /* d = carry out of 0 - a */
-    A_MUL,
-    A_AND,
-    A_ORR,
-    A_EOR,
-    A_BIC,
-    A_MVN,
-    A_LSLI, A_LSRI, A_ASRI,    /* by imm (LSR/ASR: 1-32) */
-    A_CLSLI, A_CLSRI, A_CASRI, /* their carry out */
-    A_LSLR, A_LSRR, A_ASRR, A_RORR,     /* by the low byte of b */
-    A_CLSLR, A_CLSRR, A_CASRR, A_CRORR, /* their carry out (c: the carry before) */
-    A_SXTB, A_SXTH, A_UXTB, A_UXTH, A_REV, A_REV16, A_REVSH,
-    A_LOAD,  /* d = memory at a + b + imm; size: bytes | 0x80 signed */
-    A_STORE, /* memory at a + b + imm = c; size: bytes */
-    A_CHECK, /* fault at pc if a + b + imm has a bit of mask size set */
-    A_SPW,   /* SP is set to a at pc (an instruction of size bytes) */
-    A_MRS,   /* d = MSP (imm 8) or PSP (imm 9); a: SP at this point */
-    A_SPLIT, /* stop before the block: run it up to pc first */
-    A_CHECK_LOAD, /* A_CHECK (mask size - 1), then A_LOAD at the same address */
-    A_CHECK_STORE, /* A_CHECK, then A_STORE */
-    A_NOP,         /* a check an earlier one implies (removed before cutting down) */
-    A_STORE_ANY    /* A_STORE of a value not worked out: a load it overlaps is not known */
-};
-
 #define SIGNED 0x80
-#define SHAPE_LOAD_CHECK 1 /* A_HEAD size: the program is load_then_check's */
+#define SHAPE_LOAD_CHECK 1 /* A_HEAD size bit: the program is load_then_check's */
+/* (A_HEAD size bit PK_SHAPE_QUICK, unaligned.h: the program is pk_align_quick's) */
 
 /* What a register holds while the block is followed: value v plus the constant off.
  * Adding a constant, moving, PUSH/POP and LDM/STM write-back change off only, so the
@@ -463,6 +423,27 @@ static void simplify_checks(pk_abuild *b) {
     free(tz);
 }
 
+/* A value a quick program's operation may read (unaligned.h pk_align_quick): a
+ * register the block received but PC, zero, or one of the program's loads before it. */
+static int quick_operand(uint16_t x, uint16_t next) { return x < 15 || x == V_ZERO || (x >= V_FIRST && x < next); }
+
+/* Whether a cut-down program (n operations, the head first) is a quick one. */
+static int quick_shape(const pk_aop *head, uint32_t n) {
+    uint16_t next = V_FIRST; /* the value the next load yields */
+    if (n < 2 || n > 1 + PK_QUICK_OPS) return 0;
+    for (uint32_t i = 1; i < n; i++) {
+        const pk_aop *o = &head[i];
+        if (o->op == A_LOAD || o->op == A_CHECK_LOAD) {
+            if (o->size != 4 || o->d != next) return 0;
+        } else if (o->op != A_CHECK && o->op != A_STORE && o->op != A_STORE_ANY && o->op != A_CHECK_STORE) {
+            return 0;
+        }
+        if (!quick_operand(o->a, next) || !quick_operand(o->b, next)) return 0;
+        if (o->op == A_LOAD || o->op == A_CHECK_LOAD) next++;
+    }
+    return 1;
+}
+
 /* A check implied by an earlier one: the same registers, and an offset that differs
  * by a multiple of this check's alignment (a mask no larger than the earlier one's).
  * If the earlier check passes this one does; if it fails, the program stops there. A
@@ -612,6 +593,7 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
             (head[1].a < 16 || head[1].a == V_ZERO) && (head[1].b < 16 || head[1].b == V_ZERO) &&
             (head[2].b < 16 || head[2].b == V_ZERO))
             head->size = SHAPE_LOAD_CHECK;
+        if (quick_shape(head, *n)) head->size |= PK_SHAPE_QUICK;
         prog->used += *n;
     }
     free(keep);
@@ -734,7 +716,7 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
     stores_t st;
     int unknown = 0;
     if (!n) return PK_ALIGN_OK;
-    if (ops->size == SHAPE_LOAD_CHECK) return load_then_check(ops, map, regs, pc, addr);
+    if (ops->size & SHAPE_LOAD_CHECK) return load_then_check(ops, map, regs, pc, addr);
     const pk_aop *o = ops, *end = ops + n;
     uint32_t entry = (uint32_t)o->imm;
     v[V_ZERO] = 0;
