@@ -75,10 +75,11 @@ def _engine_name() -> str:
 
 
 def child_pkasim(elf: str, symbol: str, count: int, root: str | None, variant: str = "plain") -> dict:
-    """One run; ``variant``: plain, ws1 (one flash wait state: a memory hook on flash
+    """One run; ``variant``: plain, ws1 (one flash wait state: the cost of flash
     data reads and the fetch rule at every block), watch (a write watchpoint on the
     image's checksum word: the startup code zeroes it, the run writes it at its end; each hit
-    stops the run, which is resumed)."""
+    stops the run, which is resumed; the kernels' arrays share its page), watchcold (a write
+    watchpoint on a word of SRAM 4 KiB below its top, a page the program does not touch)."""
     import dataclasses
     import io
     Machine, load_config, _ = _import_pkasim(root)
@@ -92,6 +93,9 @@ def child_pkasim(elf: str, symbol: str, count: int, root: str | None, variant: s
     m.write_symbol(symbol, count.to_bytes(4, "little"))
     if variant == "watch":
         m.add_watchpoint(next(n for n in ("kernels_checksum", "compute_checksum") if _has(m, n)), kind="write")
+    if variant == "watchcold":
+        sram = config.sram
+        m.add_watchpoint(sram.base + sram.size - 4096, 4, "write")
     t0 = time.process_time()
     r = m.run()
     while r.reason.value == "watchpoint":  # (the startup code zeroes the watched word, the run writes it)
@@ -308,7 +312,7 @@ def main() -> int:
                 for r in runners if name != "coremark" else []:
                     # the same run with one flash wait state, and with a watchpoint: CPU time
                     # against the plain run's, same engine, same round
-                    for variant in ("ws1", "watch"):
+                    for variant in ("ws1", "watch", "watchcold"):
                         res = [r.child("pkasim", str(elf), sym, str(n), variant) for n in counts]
                         dt = res[1]["cpu"] - res[0]["cpu"]
                         plain_rate = row[f"pkasim:{res[0]['engine']}"]
@@ -327,7 +331,8 @@ def main() -> int:
         print(f"{name:10s}" + "".join(f"{statistics.median(rates[(name, n)]):18,.0f}" if (name, n) in rates
                                       else f"{'-':>18s}" for n in names))
     print("\nratios (each measured within one round; median): speed of the first over the second;")
-    print("for ws1 (one flash wait state) and watch (a watchpoint): how many times slower than the plain run")
+    print("for ws1 (one flash wait state), watch (a watchpoint on a page the program uses) and watchcold\n"
+          "(one on a page it does not touch): how many times slower than the plain run")
     for (name, k, ref_name), vals in sorted(ratio_rows.items()):
         print(f"  {name:10s} {k:16s} / {ref_name:10s} {statistics.median(vals):6.2f}x")
 

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
+
+import pytest
 
 from pkasim.cli.main import main
 
@@ -108,6 +113,8 @@ def test_firmware_that_never_runs_code_from_sram_watches_no_writes(make_machine,
 def test_code_run_from_sram_has_its_writes_watched_over_its_own_span_only(make_machine, elf):
     m = make_machine()
     m.load(elf("anywhere"))
+    if m.core.code.by_translation:
+        pytest.skip("the stock wheel finds code changes by translation, with no write watch")
     m.run(max_cycles=10**6)
     (lo, hi), = m.core.code.watched().values()
     sram = m.config.sram
@@ -122,3 +129,50 @@ def test_a_decoded_machine_reports_the_memory_its_code_cache_holds(make_machine,
     m.run(max_cycles=10**6)
     assert m.core.code.blocks() > 10
     assert m.core.code.memory_bytes() >= before
+
+
+# The stock Unicorn wheel (its own process: the engine is chosen once per process).
+STOCK_SMC = """
+import dataclasses, io, json, sys
+from pkasim import Machine, load_config
+from pkasim.native import engine
+config = load_config()
+config = dataclasses.replace(config, core=dataclasses.replace(config.core, muls_cycles=32))
+m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
+m.load(sys.argv[1])
+m.run(until="main", max_cycles=10**5)
+out = {"engine": engine.selected(), "by_translation": m.core.code.by_translation}
+out["before"] = m.call("smc_target")
+m.call("smc_patch", MULS)
+out["muls"], out["muls_r0"] = m.call("smc_target"), m.reg("r0")
+blocks = m.core.code.blocks()
+m.core.uc.ctl_flush_tb()  # every block translated again, no byte changed
+out["again"] = m.call("smc_target")
+out["kept"] = m.core.code.blocks() >= blocks
+m.call("smc_patch", ADDS1)
+out["adds"], out["adds_r0"] = m.call("smc_target"), m.reg("r0")
+out["watched"] = m.core.code.watched()
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def stock_smc(elf) -> dict:
+    script = f"MULS, ADDS1 = {MULS}, {ADDS1}\n" + STOCK_SMC
+    done = subprocess.run([sys.executable, "-c", script, str(elf("anywhere"))],
+                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["engine"] == "stock" and out["by_translation"]
+    return out
+
+
+def test_code_the_core_rewrites_is_timed_as_rewritten_on_the_stock_wheel_without_a_write_watch(stock_smc):
+    assert stock_smc["watched"] == {}  # no memory hook: every access keeps the engine's fast path
+    assert stock_smc["muls"] == stock_smc["before"] + 31 and stock_smc["muls_r0"] == 1
+    assert stock_smc["adds"] == stock_smc["before"] and stock_smc["adds_r0"] == 2
+
+
+def test_sram_code_translated_again_unchanged_keeps_its_decoded_blocks_on_the_stock_wheel(stock_smc):
+    assert stock_smc["again"] == stock_smc["muls"] and stock_smc["kept"]

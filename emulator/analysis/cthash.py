@@ -147,6 +147,7 @@ class CtHash:
         self._observer = _Events()
         machine.observe(self._observer)
         lib.pk_obs_set_ext(core.obs.ptr, ctypes.cast(lib.pk_ct_event, ctypes.c_void_p), self.ptr)
+        core.memory_hook_placed(self, True)  # every address: flash reads must show their own
         self._hooks = [
             core.add_native_hook(UC_HOOK_BLOCK, lib.pk_ct_block_hook, 1, 0, self.ptr),
             core.add_native_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, lib.pk_ct_mem_hook, 1, 0, self.ptr),
@@ -189,6 +190,7 @@ class CtHash:
             _ucmod.uclib.uc_hook_del(core.uch, handle)
             if handle in core._native_hooks:
                 core._native_hooks.remove(handle)
+        core.memory_hook_placed(self, False)
         if core.obs is not None:
             self._lib.pk_obs_set_ext(core.obs.ptr, None, None)
         self.machine.unobserve(self._observer)

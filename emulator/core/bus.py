@@ -68,6 +68,21 @@ class Bus:
                 self.core.lib.pk_code_add_memory(self.core.code.handle, region.base, region.size, ptr)
         self._map_peripherals()
 
+    def host_address(self, region: Region) -> int:
+        """Where the memory behind ``region`` lies in this process (after ``map``)."""
+        for r, (_, view) in zip(self.config.memory.values(), self._host):
+            if r.base == region.base:
+                return ctypes.addressof(view)
+        raise KeyError(region.name)
+
+    def ram_page_host(self, page: int, size: int) -> int | None:
+        """Where the page [page, page + size) lies in this process when it is wholly in a
+        writable memory region (RAM), else None."""
+        for r, (_, view) in zip(self.config.memory.values(), self._host):
+            if region_protection(r) & UC_PROT_WRITE and r.base <= page and page + size <= r.end:
+                return ctypes.addressof(view) + page - r.base
+        return None
+
     def _map_peripherals(self) -> None:
         """Map each peripheral's 1 KiB pages once; dispatch by address inside."""
         windows: dict[int, list[Peripheral]] = {}

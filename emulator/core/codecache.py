@@ -7,11 +7,17 @@ cycle count would be stale:
 
 * writes through the debugger API (``Machine.write_memory``, ``--load``, semihosting
   reads into guest buffers) call :meth:`CodeCache.written`;
-* writes by the guest go through a native write hook, installed over a writable
-  region only once code has executed there, and only over the span holding that code
-  (so firmware that never runs code from SRAM pays nothing, and stores to the stack
-  and data beside a RAM function do not call the hook). The hook stops the run when
-  code first executes outside the watched span; :meth:`CodeCache.watch` grows it.
+* writes by the guest, on pkasim's engine, go through a native write hook, installed
+  over a writable region only once code has executed there, and only over the span
+  holding that code (so firmware that never runs code from SRAM pays nothing, and
+  stores to the stack and data beside a RAM function do not call the hook). The hook
+  stops the run when code first executes outside the watched span;
+  :meth:`CodeCache.watch` grows it;
+* on the stock Unicorn wheel, where any memory hook sends every load and store of the
+  program to the engine's slow path, there is no write watch: the engine drops the
+  translations a guest store overwrites, and a native hook on its new translations
+  (UC_HOOK_EDGE_GENERATED, retranslate.c) compares the bytes decoded from there with
+  the bytes now (docs/engine.md).
 
 Flash is read-only to the core (a store is a bus fault), so only debugger writes
 change it.
@@ -23,7 +29,7 @@ import ctypes
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from unicorn import UC_HOOK_MEM_WRITE, UC_PROT_EXEC, UC_PROT_WRITE
+from unicorn import UC_HOOK_EDGE_GENERATED, UC_HOOK_MEM_WRITE, UC_PROT_EXEC, UC_PROT_WRITE
 from unicorn.unicorn_py3 import unicorn as _ucmod
 
 from pkasim.base.errors import PkasimError
@@ -38,9 +44,12 @@ WATCH_ALIGN = 256  # the write watch grows in steps of this many bytes
 class CodeCache:
     """One machine's code cache: its executable regions and their write watches."""
 
-    def __init__(self, config: ChipConfig, core: Core, prot: Callable[[Region], int]) -> None:
+    def __init__(self, config: ChipConfig, core: Core, prot: Callable[[Region], int], *,
+                 by_translation: bool = False) -> None:
         """``prot`` gives each region's Unicorn protection: the core fetches from
-        UC_PROT_EXEC regions and stores to UC_PROT_WRITE ones."""
+        UC_PROT_EXEC regions and stores to UC_PROT_WRITE ones. ``by_translation``:
+        find guest writes to code from the engine's new translations, not a write
+        watch (the stock wheel)."""
         self._core = core
         self._lib = core.lib
         flash = config.flash
@@ -58,6 +67,10 @@ class CodeCache:
                 self.regions.append(region)
         self._watch_hooks: dict[int, ctypes.c_size_t] = {}
         self._flushed = False
+        self.by_translation = by_translation and any(prot(r) & UC_PROT_WRITE for r in self.regions)
+        if self.by_translation:
+            self._lib.pk_code_track_translation(code)
+            core.add_native_hook(UC_HOOK_EDGE_GENERATED, self._lib.pk_translated_hook, 1, 0)
 
     @property
     def handle(self) -> int:
@@ -111,7 +124,8 @@ class CodeCache:
             self._flushed = True
 
     def watched(self) -> dict[str, tuple[int, int]]:
-        """The spans whose guest writes are watched now, by region name."""
+        """The spans whose guest writes are watched now, by region name (none when
+        changes are found by translation)."""
         out = {}
         for index in self._watch_hooks:
             lo, hi = ctypes.c_uint32(), ctypes.c_uint32()

@@ -8,6 +8,7 @@ fast path around the binding's ``reg_read`` (several microseconds a call).
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from typing import Protocol
 
 from unicorn import (
@@ -66,6 +67,9 @@ class Core:
         self.fast_paths = True  # native exception entry/return, WFI, idle loops and device paths
         self._native_hooks: list[ctypes.c_size_t] = []
         self.obs = None  # the native observer (pkasim.core.observe.Observation) while something observes
+        self.flash_reads = None  # the stock wheel's flash data reads with wait states (core/flashreads.py)
+        self.mem_hooks: dict[object, tuple[int, int]] = {}  # data memory hooks placed: [lo, hi] by key
+        self.mem_hook_listeners: list[Callable[[], None]] = []  # told when mem_hooks changes
         self.code: CodeStore | None = None  # the native code cache (the machine builds it)
 
     def observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
@@ -149,6 +153,18 @@ class Core:
             raise UcError(err)
         self._native_hooks.append(handle)
         return handle
+
+    def memory_hook_placed(self, key: object, on: bool, lo: int = 0, hi: int = 0xFFFFFFFF) -> None:
+        """A memory hook over [lo, hi] was added (``on``) or deleted, under ``key``:
+        while one covers flash, its data reads reach flash itself, where the hook sees
+        them (core/flashreads.py), and watched pages are no longer sent to a window
+        (core/watchpoints.py): that hook would see the window's address."""
+        if on:
+            self.mem_hooks[key] = (lo, hi)
+        elif self.mem_hooks.pop(key, None) is None:
+            return
+        for listener in list(self.mem_hook_listeners):
+            listener()
 
     def count_blocks(self) -> None:
         """Counted mode (pkasim's engine, docs/engine.md): the engine's generated code

@@ -36,6 +36,7 @@ from pkasim.core.cpu import NO_DEADLINE, REG_IDS, Core, Now
 from pkasim.core.cycles import COND_PENALTY
 from pkasim.core.devices import build_devices
 from pkasim.core.exceptions import ExceptionModel, Fault
+from pkasim.core.flashreads import FlashReads
 from pkasim.core.observe import Kind, Observation, Observer
 from pkasim.core.results import RunResult, StopReason
 from pkasim.core.runloop import CALL_RETURN, RunLoop
@@ -88,12 +89,13 @@ class Machine:
         self._setup_cycle_model()
         self._setup_native_exceptions()
         self.bus.map()
+        self._setup_flash_reads()
 
     def _setup_cycle_model(self) -> None:
         core, cfg = self.core, self.config
         s = core.state
         flash = cfg.flash
-        core.code = CodeCache(cfg, core, region_protection)
+        core.code = CodeCache(cfg, core, region_protection, by_translation=not engine.patched())
         core.use_own_tlb()
         s.fetch_ws = flash.wait_states
         s.flash_base = flash.base
@@ -119,11 +121,18 @@ class Machine:
         else:
             s.regs_ptr = stockregs.find(core.uch)  # r0-r14 read in place where found (else through Unicorn)
             core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
-        if flash.wait_states:
+        if flash.wait_states and engine.patched():
             # Flash data reads cost the wait states: counted by the engine's generated
             # code (patch 10, no hook call), else by a native memory hook on flash.
-            if not (engine.patched() and core.count_reads(flash.base, flash.end - 1, flash.wait_states)):
+            if not core.count_reads(flash.base, flash.end - 1, flash.wait_states):
                 core.add_native_hook(UC_HOOK_MEM_READ, core.lib.pk_flash_read_hook, flash.base, flash.end - 1)
+
+    def _setup_flash_reads(self) -> None:
+        """On the stock wheel, flash data reads cost the wait states through a window
+        of the TLB's (flashreads.py), a read hook only while a memory hook covers flash."""
+        flash = self.config.flash
+        if flash.wait_states and not engine.patched():
+            self.core.flash_reads = FlashReads(self.core, flash, self.bus.host_address(flash))
 
     def _setup_native_exceptions(self) -> None:
         """The common exception path in C (excmodel.c): entry, return, WFI sleep."""
@@ -575,6 +584,7 @@ class Machine:
         """Safe inside the callback (the Tarmac trace stops at its limit there): the WFI
         hooks and loop verdicts the range held back come back at the next run or step."""
         self.core.uc.hook_del(handle)
+        self.core.memory_hook_placed(handle, False)  # (the time-travel search's watch hooks go this way too)
         if self._insn_hooks.pop(handle, None) is not None:
             self._loop.hooked = list(self._insn_hooks.values())
             self._hooks_changed = True

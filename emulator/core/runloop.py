@@ -47,7 +47,7 @@ from pkasim.core.cycles import loop_can_idle, loop_registers
 from pkasim.core.exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from pkasim.core.results import RunResult, Stop, StopReason
 from pkasim.core.settle import Settler
-from pkasim.core.watchpoints import OFF, RECORD, STOP, WatchHit, Watchpoints, data_access
+from pkasim.core.watchpoints import OFF, RECORD, STOP, WINDOW_CODE, WatchHit, Watchpoints, data_access
 from pkasim.host.semihosting import Exit, Semihosting, call_name
 from pkasim.native import engine
 from pkasim.peripherals.nvic import SVCALL, Nvic
@@ -80,7 +80,7 @@ class RunLoop:
         self.clock_hz = clock.hz
         self._settler = Settler(core)
         self._bps = Breakpoints(core, self._on_breakpoint, self.position)
-        self.watch = Watchpoints(core, self._on_watch)
+        self.watch = Watchpoints(core, self._on_watch, bus.ram_page_host)
         self.watch_after = True  # a watchpoint stops after the accessing instruction (else before it)
         self.last_watch: WatchHit | None = None  # the hit the last run() or step() stopped at or saw
         self.debugger_attached = False  # BKPT halts instead of faulting
@@ -371,10 +371,18 @@ class RunLoop:
                 core.uc.ctl_flush_tb()
             self._counting = count > 0
             s.limit = 0  # counted mode: the first block start looks at everything
+            if s.stop_reason == native.STOP_WATCH:  # noted while not running (a fetch fill, watchwindow.c)
+                s.stop_reason = native.STOP_NONE
+                if s.watch_region == WINDOW_CODE:
+                    self.watch.code_fetched()
             core.uc.emu_start(begin | 1, until, count=count)
+            self.watch.settle()
             if s.stop_reason != native.STOP_WATCH:
                 return
-            core.code.watch(s.watch_region)
+            if s.watch_region == WINDOW_CODE:
+                self.watch.code_fetched()  # code runs from a watched page: memory hooks there
+            else:
+                core.code.watch(s.watch_region)
             s.stop_reason = native.STOP_NONE
             begin = core.pc
 

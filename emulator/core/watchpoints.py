@@ -18,6 +18,10 @@ watched range (the span is computed from the instruction and its registers, whic
 are untouched at that point); that first access lies at most ``REACH`` bytes below
 the range, hence the widening. Later accesses of the same instruction are ignored.
 
+On the stock Unicorn wheel the hooks are, where they can be, protection hooks over a
+window the watched pages are sent to (``Watchpoints``, watchwindow.c), so that the rest
+of the program keeps the engine's fast path; they see the same accesses.
+
 What is not watched: the core's own stacking and unstacking on exception entry and
 return, and device registers (a device access cannot be taken back, so ranges
 must lie in memory; the machine refuses others).
@@ -29,13 +33,23 @@ import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, Uc
+from unicorn import (
+    UC_HOOK_MEM_READ,
+    UC_HOOK_MEM_READ_PROT,
+    UC_HOOK_MEM_WRITE,
+    UC_HOOK_MEM_WRITE_PROT,
+    UC_MEM_WRITE,
+    UC_PROT_NONE,
+    Uc,
+    UcError,
+)
 from unicorn import arm_const as A
 from unicorn.unicorn_py3 import unicorn as _ucmod
 from unicorn.unicorn_py3.unicorn import HOOK_MEM_ACCESS_CFUNC, uccallback
 
 from pkasim.base.errors import UsageError
 from pkasim.core.cpu import REG_IDS, Core
+from pkasim.native import engine
 
 KINDS = ("write", "read", "access")
 REACH = 36  # bytes: the longest multiple access (PUSH {r0-r7, lr}) starts this far below its last byte
@@ -151,12 +165,80 @@ def access_span(halfword: int, pc_regs: Callable[[int], int], address: int, size
     return start, start + 4 * n
 
 
-class Watchpoints:
-    """The watchpoints of one core and their hooks; ``on_hit`` stops the engine."""
+WINDOW_BASE = 1 << 33  # the stock wheel's window for watched pages (watchwindow.c), above 4 GiB
+WINDOW_CODE = 0xFFFFFFFF  # watch_region of a STOP_WATCH: code was fetched from a watched page
 
-    def __init__(self, core: Core, on_hit: Callable[[], None]) -> None:
+
+class _Window:
+    """The stock wheel's window for watched pages (watchwindow.c): mapped once, with
+    its protection hooks; which pages lie behind it is set by ``Watchpoints``."""
+
+    def __init__(self, core: Core) -> None:
+        lib = core.lib
+        for name, res, args in (("pk_wwin_new", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]),
+                                ("pk_wwin_capacity", ctypes.c_uint32, []),
+                                ("pk_wwin_set_page", None, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
+                                                            ctypes.c_void_p]),
+                                ("pk_wwin_clear", None, [ctypes.c_void_p]),
+                                ("pk_wwin_hot", ctypes.c_int, [ctypes.c_void_p]),
+                                ("pk_wwin_free", None, [ctypes.c_void_p]),
+                                ("pk_wwin_add", ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
+                                                               ctypes.c_uint32, ctypes.c_void_p])):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        self.core = core
+        self.pages: set[int] = set()
+        self.page = int(core.state.tlb_page)
+        self.capacity = int(lib.pk_wwin_capacity())
+        self.ptr = lib.pk_wwin_new(ctypes.addressof(core.state), WINDOW_BASE, self.page)
+        if not self.ptr:
+            raise MemoryError("out of host memory for the watch window")
+        size = self.capacity * self.page
+        err = _ucmod.uclib.uc_mmio_map(core.uch, ctypes.c_uint64(WINDOW_BASE), ctypes.c_size_t(size),
+                                       ctypes.cast(lib.pk_wwin_read, ctypes.c_void_p), ctypes.c_void_p(self.ptr),
+                                       ctypes.cast(lib.pk_wwin_write, ctypes.c_void_p), ctypes.c_void_p(self.ptr))
+        if not err:
+            err = _ucmod.uclib.uc_mem_protect(core.uch, ctypes.c_uint64(WINDOW_BASE), ctypes.c_size_t(size),
+                                              ctypes.c_uint32(UC_PROT_NONE))
+        if err:
+            raise UcError(err)
+        core.add_native_hook(UC_HOOK_MEM_READ_PROT | UC_HOOK_MEM_WRITE_PROT, lib.pk_wwin_prot, WINDOW_BASE,
+                             WINDOW_BASE + size - 1, ctypes.c_void_p(self.ptr))
+
+    def show(self, pages: dict[int, int], entries: list[tuple[int, int, int, int]]) -> None:
+        """Put ``pages`` (page -> its host memory) behind the window, with the
+        watchpoints' (lo, hi, kinds, hook) entries; none: the window is off."""
+        lib, s = self.core.lib, self.core.state
+        self.pages = set(pages)
+        lib.pk_wwin_clear(self.ptr)
+        for slot, (page, host) in enumerate(sorted(pages.items())):
+            lib.pk_wwin_set_page(self.ptr, slot, page, host)
+        for lo, hi, kinds, hook in entries:
+            lib.pk_wwin_add(self.ptr, lo, hi, kinds, hook)
+        s.wwin = self.ptr if pages else None
+
+
+class Watchpoints:
+    """The watchpoints of one core and their hooks; ``on_hit`` stops the engine.
+
+    On the stock wheel, watchpoints over RAM pages that hold no code are found through
+    a window of pkasim's TLB instead of memory hooks (watchwindow.c): a memory hook
+    there sends every access of the program to the engine's slow path. All of them
+    go back to memory hooks when one cannot use the window (its range reaches flash or
+    a page code ran from, too many pages) or another memory hook exists (it would see
+    the window's addresses)."""
+
+    def __init__(self, core: Core, on_hit: Callable[[], None],
+                 page_host: Callable[[int, int], int | None] | None = None) -> None:
+        """``page_host(page, size)``: where a RAM page lies in this process, None if
+        it is not wholly RAM (the window serves RAM pages only)."""
         self.core = core
         self.on_hit = on_hit
+        self._page_host = page_host
+        self._window: _Window | None = None
+        self._windowed = False  # the watchpoints are behind the window now (else memory hooks)
+        self._deciding = False
+        self._hot_pages: set[int] = set()  # pages found accessed too often for the window to pay
         self.mode = STOP
         self.hit: WatchHit | None = None
         # Resuming from a stop before an instruction: (its address, the instruction
@@ -165,6 +247,7 @@ class Watchpoints:
         self._hooks: dict[Watchpoint, list[object]] = {}  # its _WatchHook, then its native hooks
         self._py_hook = uccallback(core.uc, HOOK_MEM_ACCESS_CFUNC)(
             lambda uc, access, address, size, value, _key: self._hook(uc, access, address, size, value, None))
+        core.mem_hook_listeners.append(self._hooks_changed)
 
     @property
     def all(self) -> list[Watchpoint]:
@@ -184,31 +267,136 @@ class Watchpoints:
         self.skip = None  # watchpoints changed (gdb re-inserts them at every resume): no pass
         if w in self._hooks:
             return w
-        uc = self.core.uc
-        lo = max(0, address - REACH)
         # A native hook (cyclehook.c pk_watch_hook) calls _hook, except for an access
         # below the range in a block without LDM/STM/PUSH/POP.
         data = _WatchHook(ctypes.addressof(self.core.state), ctypes.cast(self._py_hook, ctypes.c_void_p), address)
-        hooks: list[object] = [data]
-        for htype in ([UC_HOOK_MEM_WRITE] if kind != "read" else []) + ([UC_HOOK_MEM_READ] if kind != "write" else []):
-            hooks.append(self.core.add_native_hook(htype, self.core.lib.pk_watch_hook, lo, w.end - 1,
-                                                   ctypes.cast(ctypes.byref(data), ctypes.c_void_p)))
-        self._hooks[w] = hooks
-        uc.ctl_flush_tb()  # code translated before the hook would neither stop nor sync PC for it
+        self._uninstall()
+        self._hooks[w] = [data]
+        self._install()
+        self.core.uc.ctl_flush_tb()  # code translated before the hook would neither stop nor sync PC for it
         return w
 
     def remove(self, address: int, size: int, kind: str) -> bool:
         """Remove the watchpoint with exactly that range and kind; False if there is none."""
         self.skip = None
-        hooks = self._hooks.pop(Watchpoint(address, size, kind), None)
-        if hooks is None:
+        if Watchpoint(address, size, kind) not in self._hooks:
             return False
-        for h in hooks[1:]:
-            _ucmod.uclib.uc_hook_del(self.core.uch, h)
-            if h in self.core._native_hooks:
-                self.core._native_hooks.remove(h)
+        self._uninstall()
+        del self._hooks[Watchpoint(address, size, kind)]
+        self._install()
         self.core.uc.ctl_flush_tb()
         return True
+
+    @property
+    def windowed(self) -> bool:
+        """The watchpoints are found through the stock wheel's window (no memory hook)."""
+        return self._windowed
+
+    def settle(self) -> None:
+        """Between runs: the window found its pages accessed too often to pay (it
+        stopped the run at a block start): they go back to memory hooks, for as long
+        as they are watched."""
+        if self._windowed and self._window.core.lib.pk_wwin_hot(self._window.ptr):
+            self._hot_pages |= set(self._window.pages)
+            self._uninstall()
+            self._install()
+            self.core.uc.ctl_flush_tb()
+
+    def code_fetched(self) -> None:
+        """Code was fetched from a watched page behind the window (a STOP_WATCH with
+        WINDOW_CODE): a store there must drop translated code, which only the engine's
+        own RAM path does, so the watchpoints go back to memory hooks."""
+        self._uninstall()
+        self._install()
+        self.core.uc.ctl_flush_tb()
+
+    def _bounds(self, w: Watchpoint) -> tuple[int, int]:
+        """The accesses a watchpoint's hook sees: those starting in [lo, hi]."""
+        return max(0, w.address - REACH), w.end - 1
+
+    def _window_pages(self) -> dict[int, int] | None:
+        """The pages to put behind the window (page -> host memory), or None when the
+        watchpoints must use memory hooks."""
+        core = self.core
+        if self._page_host is None or engine.patched() or core.code is None:
+            return None
+        foreign = [k for k in core.mem_hooks if k not in self._hooks]
+        if foreign or not self._hooks:
+            return None
+        page = int(core.state.tlb_page)
+        pages: dict[int, int] = {}
+        for w in self._hooks:
+            lo, hi = self._bounds(w)
+            for p in range(lo - lo % page, hi + 1, page):
+                host = self._page_host(p, page)
+                if host is None or p in self._hot_pages or core.lib.pk_code_page_holds_code(core.code.handle, p,
+                                                                                             page, 0):
+                    return None
+                pages[p] = host
+        if self._window is None:
+            self._window = _Window(core)
+        return pages if len(pages) <= self._window.capacity else None
+
+    def _install(self) -> None:
+        """Place every watchpoint: behind the window when all can be, else memory hooks
+        (each after the flash read hook, so a flash read is charged before it runs)."""
+        if self._deciding:
+            return
+        self._deciding = True
+        try:
+            pages = self._window_pages()
+            if pages is not None:
+                entries = []
+                for w, hooks in self._hooks.items():
+                    lo, hi = self._bounds(w)
+                    kinds = (1 if w.kind != "read" else 0) | (2 if w.kind != "write" else 0)
+                    entries.append((lo, hi, kinds, ctypes.addressof(hooks[0])))
+                self._window.show(pages, entries)
+                self._windowed = True
+                self.core.flush_tlb()
+                return
+            self._windowed = False
+            # A memory hook over code keeps the engine from marking the page "not dirty"
+            # again when it translates from it (translate-all.c tb_gen_code): fill every
+            # page again, so stores there drop the code they overwrite.
+            self.core.flush_tlb()
+            for w, hooks in self._hooks.items():
+                lo, hi = self._bounds(w)
+                self.core.memory_hook_placed(w, True, lo, hi)
+                for htype in (([UC_HOOK_MEM_WRITE] if w.kind != "read" else []) +
+                              ([UC_HOOK_MEM_READ] if w.kind != "write" else [])):
+                    hooks.append(self.core.add_native_hook(htype, self.core.lib.pk_watch_hook, lo, hi,
+                                                           ctypes.cast(ctypes.byref(hooks[0]), ctypes.c_void_p)))
+        finally:
+            self._deciding = False
+
+    def _uninstall(self) -> None:
+        if self._deciding:
+            return
+        self._deciding = True
+        try:
+            if self._windowed:
+                self._window.show({}, [])
+                self._windowed = False
+                self.core.flush_tlb()
+            for w, hooks in self._hooks.items():
+                for h in hooks[1:]:
+                    _ucmod.uclib.uc_hook_del(self.core.uch, h)
+                    if h in self.core._native_hooks:
+                        self.core._native_hooks.remove(h)
+                del hooks[1:]
+                self.core.memory_hook_placed(w, False)
+        finally:
+            self._deciding = False
+
+    def _hooks_changed(self) -> None:
+        """Another memory hook came or went: the window may no longer (or again) serve."""
+        if self._deciding or not self._hooks:
+            return
+        if self._windowed != (self._window_pages() is not None):
+            self._uninstall()
+            self._install()
+            self.core.uc.ctl_flush_tb()
 
     def take(self) -> WatchHit | None:
         hit, self.hit = self.hit, None

@@ -533,7 +533,9 @@ class TimeTravel:
         handles = []
         for addr, size, mode in watches:
             kinds = (UC_HOOK_MEM_READ if "r" in mode else 0) | (UC_HOOK_MEM_WRITE if "w" in mode else 0)
-            handles.append(core.uc.hook_add(kinds, fn, begin=addr, end=addr + max(size, 1) - 1))
+            handle = core.uc.hook_add(kinds, fn, begin=addr, end=addr + max(size, 1) - 1)
+            core.memory_hook_placed(handle, True, addr, addr + max(size, 1) - 1)
+            handles.append(handle)
         core.flush_translations()
         return handles
 

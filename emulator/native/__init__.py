@@ -207,6 +207,13 @@ class PkState(ctypes.Structure):
         # trusted loops (idle.c)
         ("trust_end", ctypes.c_uint64),
         ("trust", ctypes.c_uint32 * TRUST),
+        # flash data reads through an alias (flashalias.c)
+        ("flash_host", ctypes.c_void_p),
+        ("flash_alias", ctypes.c_uint64),
+        ("flash_alias_on", ctypes.c_uint32),
+        ("pad_alias", ctypes.c_uint32),
+        # watched pages behind a window (watchwindow.c)
+        ("wwin", ctypes.c_void_p),
     ]
 
 
@@ -233,6 +240,7 @@ def _declare_code(lib: ctypes.CDLL) -> None:
     _declare(lib.pk_code_add_region, ctypes.c_int, ptr, u32, u32, u32)
     _declare(lib.pk_code_add_memory, ctypes.c_int, ptr, u32, u32, ptr)
     _declare(lib.pk_code_clear, None, ptr)
+    _declare(lib.pk_code_track_translation, None, ptr)
     _declare(lib.pk_code_changed, ctypes.c_int, ptr, u32, u32)
     _declare(lib.pk_code_watch_need, None, ptr, u32, ctypes.POINTER(u32), ctypes.POINTER(u32))
     _declare(lib.pk_code_watch_set, None, ptr, u32, u32, u32)

@@ -28,6 +28,7 @@ typedef struct {
     uint32_t need_lo, need_hi; /* span of the code and literals decoded here (for the write watch) */
     uint32_t watch_lo, watch_hi;
     uint8_t *fetched;          /* one bit per TLB_GRAIN bytes: the engine has fetched code there */
+    uint8_t **shadow;          /* by_translation: per 4 KiB page, the bytes its marked halfwords held when decoded */
 } region_t;
 
 /* The engine's TLB pages are 1 KiB on an ARMv6-M core (Unicorn's ARM target without
@@ -54,6 +55,7 @@ struct pk_code {
     uint64_t map_bytes;
     acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
     pk_abuild *build;         /* scratch for building a program, allocated on first use */
+    uint32_t by_translation;  /* guest writes to code are found when the engine translates it again */
 };
 
 pk_code *pk_code_new(uint32_t muls_cycles, uint32_t fetch_ws, uint32_t flash_base, uint32_t flash_end,
@@ -82,6 +84,9 @@ void pk_code_free(pk_code *c) {
         if (g->pages)
             for (uint32_t p = 0; p < g->npages; p++) free(g->pages[p]);
         free(g->pages);
+        if (g->shadow)
+            for (uint32_t p = 0; p < g->npages; p++) free(g->shadow[p]);
+        free(g->shadow);
         free(g->fetched);
     }
     free(c->t.table);
@@ -183,6 +188,64 @@ int pk_code_written(pk_code *c, uint32_t addr, uint32_t len) {
                 return 1;
             }
         }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- changes found at translation
+ *
+ * On the stock Unicorn wheel a write watch is a memory hook, and any memory hook sends
+ * every load and store of the program to the engine's slow path. The engine itself
+ * drops the translations a guest store overwrites (a page it translated code from keeps
+ * its stores on the checked path), so a block whose bytes changed is translated again
+ * before it runs again: pkasim is told (UC_HOOK_EDGE_GENERATED, retranslate.c) and
+ * compares the bytes decoded from there with the bytes now. A literal in writable
+ * memory is no constant then (a store changes it without a new translation): the
+ * alignment program reads it when the block runs. */
+
+void pk_code_track_translation(pk_code *c) { c->by_translation = 1; }
+
+/* Keep the bytes of [a, end) (buf holds them from a) beside their marks. */
+static int keep_bytes(pk_code *c, uint32_t a, uint32_t end, const uint8_t *buf) {
+    for (uint32_t at = a & ~1u; at < end; at += 2) {
+        int r = region_of(c, at);
+        if (r < 0 || !c->regions[r].writable) continue;
+        region_t *g = &c->regions[r];
+        if (!g->shadow) {
+            g->shadow = calloc(g->npages, sizeof(uint8_t *));
+            if (!g->shadow) return -1;
+            c->map_bytes += (uint64_t)g->npages * sizeof(uint8_t *);
+        }
+        uint32_t off = at - g->base, p = off >> PAGE_SHIFT;
+        if (!g->shadow[p]) {
+            g->shadow[p] = calloc(1, PAGE_BYTES);
+            if (!g->shadow[p]) return -1;
+            c->map_bytes += PAGE_BYTES;
+        }
+        uint32_t from = at < a ? a : at;
+        for (uint32_t b = from; b < at + 2 && b < end; b++) g->shadow[p][(b - g->base) & (PAGE_BYTES - 1)] = buf[b - a];
+    }
+    return 0;
+}
+
+int pk_code_translated(pk_code *c, void *uc, uint32_t start, uint32_t len) {
+    uint8_t now[MAX_BLOCK_BYTES];
+    if (!c->by_translation || !len || len > MAX_BLOCK_BYTES) return len > MAX_BLOCK_BYTES;
+    int r = region_of(c, start);
+    if (r < 0 || !c->regions[r].writable || !c->regions[r].marked || !c->regions[r].shadow) return 0;
+    region_t *g = &c->regions[r];
+    uint32_t end = start + len;
+    if (end - g->base > g->size || end < start) end = g->base + g->size;
+    int read = 0;
+    for (uint32_t at = start & ~1u; at < end; at += 2) {
+        uint32_t off = at - g->base, p = off >> PAGE_SHIFT, h = (off & (PAGE_BYTES - 1)) >> 1;
+        if (!g->pages[p] || !(g->pages[p][h >> 3] & (1u << (h & 7)))) continue;
+        if (!read) {
+            if (c->mem_read(uc, start & ~1u, now, end - (start & ~1u)) != 0) return 1;
+            read = 1;
+        }
+        if (!g->shadow[p] || memcmp(&g->shadow[p][off & (PAGE_BYTES - 1)], &now[at - (start & ~1u)], 2) != 0)
+            return 1;
     }
     return 0;
 }
@@ -304,6 +367,12 @@ static int resolve_literal(pk_code *c, void *uc, pk_insn *in, int track, uint32_
     return ok;
 }
 
+/* A literal in a writable executable region. */
+static int literal_writable(const pk_code *c, uint32_t lit) {
+    int r = region_of(c, lit);
+    return r >= 0 && c->regions[r].writable;
+}
+
 /* A literal the block cannot change under itself: in read-only code memory. */
 static int literal_const(const pk_code *c, uint32_t lit) {
     int r = region_of(c, lit);
@@ -376,7 +445,11 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
             break;
         }
         uint32_t lit_word = 0, lit = (uint32_t)in.desc.imm;
-        int lit_ok = in.desc.kind == K_LITERAL && resolve_literal(c, uc, &in, 1, &lit_word);
+        int lit_ok = 0;
+        if (in.desc.kind == K_LITERAL && c->by_translation && literal_writable(c, lit))
+            pk_resolve_literal(&in.desc, 0, 0); /* a store can change it without a new translation */
+        else if (in.desc.kind == K_LITERAL)
+            lit_ok = resolve_literal(c, uc, &in, 1, &lit_word);
         if (align && pk_abuild_insn(c->build, a, hw_at(buf, a - start), hw_at(buf, a - start + 2), lit_ok, lit_word,
                                     lit_ok && literal_const(c, lit)) != 0) {
             err = PK_NOMEM;
@@ -452,7 +525,7 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
     blk->cost = cost;
     blk->insns = insns;
     blk->last_flags = (uint8_t)last_flags;
-    if (mark(c, start, end) != 0) err = PK_NOMEM;
+    if (mark(c, start, end) != 0 || (c->by_translation && keep_bytes(c, start, end, buf) != 0)) err = PK_NOMEM;
 out:
     if (buf != local) free(buf);
     return err;
@@ -460,6 +533,7 @@ out:
 
 /* A writable region holding decoded code (or a literal read) its watch does not cover. */
 static int watch_needed(const pk_code *c) {
+    if (c->by_translation) return -1; /* no write watch: pk_code_translated */
     for (uint32_t r = 0; r < c->nregions; r++) {
         const region_t *g = &c->regions[r];
         if (g->writable && g->need_lo < g->need_hi && (g->need_lo < g->watch_lo || g->need_hi > g->watch_hi))

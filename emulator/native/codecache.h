@@ -144,6 +144,14 @@ int pk_code_page_holds_code(pk_code *c, uint32_t addr, uint32_t size, int fetch)
 /* A writable region whose cached code its write watch does not cover yet, or -1. */
 int pk_code_watch_needed(const pk_code *c);
 
+/* Find guest writes to code by translation instead of a write watch (the stock wheel,
+ * retranslate.c): keep the bytes decoded from writable regions, and take literals there
+ * as variables. */
+void pk_code_track_translation(pk_code *c);
+/* The engine translated [start, start + len) again: 1 if bytes decoded from there
+ * changed since (the cache is stale), else 0. */
+int pk_code_translated(pk_code *c, void *uc, uint32_t start, uint32_t len);
+
 /* Bytes the cache holds now (tables, checks, bitmaps), for reports and benchmarks. */
 uint64_t pk_code_bytes(const pk_code *c);
 uint32_t pk_code_blocks(const pk_code *c);

@@ -175,6 +175,14 @@ typedef struct {
      * until the epoch ends at trust_end (then every loop is checked again) ---- */
     uint64_t trust_end;
     uint32_t trust[PK_TRUST];   /* by slot: the tag of the loop trusted there, or 0 */
+    /* ---- flash data reads through an alias (flashalias.c; the stock wheel with wait
+     * states): the TLB sends data reads of flash to an MMIO window at flash_alias ---- */
+    const uint8_t *flash_host;  /* the memory behind flash */
+    uint64_t flash_alias;       /* the window's base (above 4 GiB) */
+    uint32_t flash_alias_on;    /* 1: data reads of flash go through the window */
+    uint32_t pad_alias;
+    /* ---- watched pages behind a window (watchwindow.c; the stock wheel) ---- */
+    void *wwin;                 /* pk_wwin, or NULL */
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -195,6 +203,10 @@ void pk_native_changed(pk_state *s);
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* cyclehook.c, counted mode */
 void pk_counted_wake(pk_state *s);
+/* flashalias.c: the TLB entry of a flash page, when data reads go through the alias */
+int pk_flash_alias_fill(pk_state *s, uint32_t page, int type, uint64_t *paddr, uint32_t *perms);
+/* watchwindow.c: the TLB entry of a watched page, when it lies behind the window */
+int pk_wwin_fill(pk_state *s, uint32_t page, int type, uint64_t *paddr, uint32_t *perms);
 /* idle.c */
 void pk_verdicts_forget(pk_state *s, uint32_t lo, uint32_t hi);
 int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag);

@@ -42,6 +42,8 @@ int pk_tlb_fill(void *uc, uint64_t vaddr, int type, pk_tlb_entry *e, pk_state *s
     (void)uc;
     uint32_t page = (uint32_t)vaddr;
     e->paddr = vaddr;
+    if (s->flash_alias_on && pk_flash_alias_fill(s, page, type, &e->paddr, &e->perms)) return 1;
+    if (s->wwin && pk_wwin_fill(s, page, type, &e->paddr, &e->perms)) return 1;
     if (type == UC_MEM_FETCH_) {
         pk_code_page_holds_code(s->code, page, s->tlb_page, 1);
         e->perms = PROT_R | PROT_W | PROT_X;
