@@ -138,12 +138,14 @@ def test_the_stock_wheel_faults_where_the_core_does(stock_lines, expected):
     assert _wrong(stock_lines, expected, lambda c: True) == []
 
 
-# A block that ran aligned and was cached, then misaligned: on the stock wheel the hook's
-# short path checks it (register checks, a quick program inline, the general program),
-# not the first run's full path. Each loop runs at SRAM_CODE; (code, registers, words
-# at CELL, faulting instruction's offset, faulting address).
+# On the stock wheel: a block that ran aligned and was cached, then misaligned (the
+# hook's short path checks it: register checks, a quick program inline, the general
+# program), and addresses with an operand the checks leave out as aligned (an index
+# scaled by 4, SP: the fault still names the access's whole address). Each case runs
+# at SRAM_CODE; (code, registers, words at CELL, faulting instruction's offset,
+# faulting address).
 P = 0x20001000
-REPEATED = {
+STOCK_CASES = {
     # ldr r4, [r3]; adds r3, #4; subs r2, #1; bne 0; adds r3, #1; str r2, [r1]; movs r2, #1; b 0 (the
     # store: the outer loop is no idle loop, so the idle check follows neither loop)
     "register-check": ("1c68" "0433" "013a" "fbd1" "0133" "0a60" "0122" "f7e7", {"r3": P, "r2": 5, "r1": CELL}, [],
@@ -158,8 +160,12 @@ REPEATED = {
     # reads what the store before it wrote)
     "store-then-load": ("3e60" "0b68" "1c68" "0236" "013a" "f9d1" "fee7", {"r1": CELL, "r7": CELL, "r6": P, "r2": 5},
                         [P], 4, P + 2),
+    # lsls r1, r1, #2; ldr r0, [r2, r1]; b .
+    "scaled-index": ("8900" "5058" "fee7", {"r1": 1, "r2": P + 1}, [], 2, P + 5),
+    # add r0, sp, #0; str r0, [r7, r0]; b .
+    "sp-based": ("00a8" "3850" "fee7", {"sp": 0x20003800, "r7": 1}, [], 2, 0x20003801),
 }
-REPEATED_RUN = r"""
+STOCK_CASES_RUN = r"""
 import io, json, sys
 from pkasim.chip.config import load_config
 from pkasim.core.machine import Machine
@@ -182,9 +188,9 @@ print(json.dumps({"engine": engine.selected(), "runs": out}))
 
 
 @pytest.fixture(scope="module")
-def repeated_on_stock(elf) -> list:
-    cases = [[code, regs, words, CELL, SRAM_CODE] for code, regs, words, _, _ in REPEATED.values()]
-    done = subprocess.run([sys.executable, "-c", REPEATED_RUN, str(elf("anywhere")), json.dumps(cases)],
+def cases_on_stock(elf) -> list:
+    cases = [[code, regs, words, CELL, SRAM_CODE] for code, regs, words, _, _ in STOCK_CASES.values()]
+    done = subprocess.run([sys.executable, "-c", STOCK_CASES_RUN, str(elf("anywhere")), json.dumps(cases)],
                           env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True,
                           timeout=QEMU_TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -193,10 +199,10 @@ def repeated_on_stock(elf) -> list:
     return got["runs"]
 
 
-@pytest.mark.parametrize("index", range(len(REPEATED)), ids=list(REPEATED))
-def test_a_cached_block_that_turns_unaligned_faults_at_the_access_on_the_stock_wheel(repeated_on_stock, index):
-    _, _, _, offset, address = list(REPEATED.values())[index]
-    assert repeated_on_stock[index][:3] == ["until", SRAM_CODE + offset, address]
+@pytest.mark.parametrize("index", range(len(STOCK_CASES)), ids=list(STOCK_CASES))
+def test_an_unaligned_access_faults_there_with_its_address_on_the_stock_wheel(cases_on_stock, index):
+    _, _, _, offset, address = list(STOCK_CASES.values())[index]
+    assert cases_on_stock[index][:3] == ["until", SRAM_CODE + offset, address]
 
 
 # --------------------------------------------------------------------------- one case, in detail

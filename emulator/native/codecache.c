@@ -319,7 +319,7 @@ static int add_check(pk_code *c, const rep_t *r, int32_t off, uint8_t mask, uint
     k->a = r->a;
     k->b = r->b;
     k->mask = mask;
-    k->pad = 0;
+    k->partial = 0;
     k->off = r->off + off;
     k->pc = pc;
     return 0;
@@ -385,17 +385,18 @@ static int literal_const(const pk_code *c, uint32_t lit) {
 static int as_register_checks(pk_code *c, pk_block *blk) {
     const pk_aop *ops = &c->t.prog.ops[blk->check_first];
     uint32_t n = blk->check_n, first = c->checks_used;
-    int a, b;
+    int a, b, partial;
     int32_t off;
     uint8_t mask;
     for (uint32_t i = 1; i < n; i++)
-        if (!pk_aop_entry_check(&ops[i], &a, &b, &off, &mask)) return 0;
+        if (!pk_aop_entry_check(&ops[i], &a, &b, &off, &mask, &partial)) return 0;
     for (uint32_t i = 1; i < n; i++) {
         rep_t r = {-1, -1, 1, 0};
-        pk_aop_entry_check(&ops[i], &a, &b, &off, &mask);
+        pk_aop_entry_check(&ops[i], &a, &b, &off, &mask, &partial);
         r.a = (int8_t)a;
         r.b = (int8_t)b;
         if (add_check(c, &r, off, mask, ops[i].pc) != 0) return -1;
+        c->t.checks[c->checks_used - 1].partial = (uint8_t)partial;
     }
     c->t.prog.used = blk->check_first; /* the program was the last one appended */
     blk->program = 0;
@@ -478,14 +479,12 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
                 break;
             case K_ACCESS: {
                 rep_t base = rep_add(reg[d->rn], d->rm >= 0 ? reg[d->rm] : zero);
-                /* SP at block entry adds nothing to the alignment (its bits [1:0] are
-                 * zero, as for an SP-relative access): ADD Rd, SP then an access */
-                if (base.b == 13) base.b = -1;
-                if (base.a == 13) {
-                    base.a = base.b;
-                    base.b = -1;
-                }
-                if (base.ok && base.a < 0 && !((uint32_t)(base.off + d->imm) & d->amask)) break; /* aligned */
+                /* SP at block entry plus an aligned constant (ADD Rd, SP then an access
+                 * through Rd) is aligned: the core keeps SP bits [1:0] zero, as for an
+                 * SP-relative access */
+                if (base.ok && ((base.a == 13 && base.b < 0) || (base.b == 13 && base.a < 0)) &&
+                    !((uint32_t)(base.off + d->imm) & d->amask))
+                    break;
                 if (!base.ok || base.a == 15 || base.b == 15) blk->program = 1; /* (a check never names PC) */
                 else if (implied(c, blk->check_first, &base, base.off + d->imm, d->amask)) {
                     /* nothing to add */

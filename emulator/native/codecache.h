@@ -44,7 +44,7 @@ typedef struct { /* 32 bytes: two to a cache line */
 typedef struct {
     int8_t a, b;
     uint8_t mask;
-    uint8_t pad;
+    uint8_t partial; /* 1: an operand known aligned was left out (unaligned.h CHECK_PARTIAL) */
     int32_t off;
     uint32_t pc; /* address of the accessing instruction */
 } pk_check;

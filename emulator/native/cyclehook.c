@@ -258,9 +258,11 @@ admitted:
             uint32_t addr;
             const pk_check *c = failing_check(s, blk, &addr);
             if (c != NULL) {
-                s->stop_reason = STOP_ALIGN;
+                /* a partial check (an aligned operand left out): the block runs up to
+                 * the access, whose address is then registers the new block received */
+                s->stop_reason = c->partial ? STOP_ALIGN_SPLIT : STOP_ALIGN;
                 s->align_pc = c->pc;
-                s->align_addr = addr;
+                s->align_addr = c->partial ? 0 : addr;
                 s->emu_stop(uc);
                 return;
             }

@@ -410,10 +410,13 @@ static void simplify_checks(pk_abuild *b) {
         case A_SXTH: case A_UXTH: t = min32(ta, 16); break;
         case A_CHECK: {
             uint32_t need = o->size == 3 ? 2 : 1; /* alignment bits the check looks at */
+            uint16_t a = o->a, bb = o->b;
             if (ta >= need) o->a = V_ZERO;
             if (tb >= need) o->b = V_ZERO;
             if (o->a == V_ZERO && o->b == V_ZERO && !((uint32_t)o->imm & o->size))
                 o->op = A_NOP; /* aligned whatever the values */
+            else if (o->a != a || o->b != bb)
+                o->size |= CHECK_PARTIAL; /* (its failure is reported at the access) */
             break;
         }
         default: break;
@@ -454,9 +457,9 @@ static void drop_implied_checks(pk_abuild *b) {
         if (o->op != A_CHECK) continue;
         for (uint32_t j = 0; j < i; j++) {
             const pk_aop *e = &b->ops[j];
-            if (e->op == A_CHECK && e->size >= o->size &&
+            if (e->op == A_CHECK && (e->size & 3) >= (o->size & 3) &&
                 ((e->a == o->a && e->b == o->b) || (e->a == o->b && e->b == o->a)) &&
-                !((uint32_t)(o->imm - e->imm) & o->size)) {
+                !((uint32_t)(o->imm - e->imm) & o->size & 3)) {
                 o->op = A_NOP;
                 break;
             }
@@ -571,7 +574,8 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
                 if (!keep[i]) continue;
                 const pk_aop *o = &b->ops[i], *next = i + 1 < b->n && keep[i + 1] ? &b->ops[i + 1] : NULL;
                 *out = *o;
-                if (o->op == A_CHECK && next && (next->op == A_LOAD || next->op == A_STORE) && next->a == o->a &&
+                if (o->op == A_CHECK && !(o->size & CHECK_PARTIAL) && next &&
+                    (next->op == A_LOAD || next->op == A_STORE) && next->a == o->a &&
                     next->b == o->b && next->imm == o->imm) {
                     /* the access itself: one operation checks and does it */
                     *out = *next;
@@ -589,7 +593,8 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
         }
         head->imm = (int32_t)entry;
         *n = (uint32_t)(out - head);
-        if (*n == 3 && head[1].op == A_CHECK_LOAD && head[2].op == A_CHECK && head[2].a == head[1].d &&
+        if (*n == 3 && head[1].op == A_CHECK_LOAD && head[2].op == A_CHECK && !(head[2].size & CHECK_PARTIAL) &&
+            head[2].a == head[1].d &&
             (head[1].a < 16 || head[1].a == V_ZERO) && (head[1].b < 16 || head[1].b == V_ZERO) &&
             (head[2].b < 16 || head[2].b == V_ZERO))
             head->size = SHAPE_LOAD_CHECK;
@@ -601,12 +606,13 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
     return 0;
 }
 
-int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask) {
+int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask, int *partial) {
     if (o->op != A_CHECK || (o->a > 15 && o->a != V_ZERO) || (o->b > 15 && o->b != V_ZERO)) return 0;
     *a = o->a == V_ZERO ? -1 : o->a;
     *b = o->b == V_ZERO ? -1 : o->b;
     *off = o->imm;
-    *mask = o->size;
+    *mask = o->size & 3;
+    *partial = (o->size & CHECK_PARTIAL) != 0;
     return 1;
 }
 
@@ -742,10 +748,11 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
          * mispredicted indirect jumps). */
         if (o->op == A_CHECK) {
             uint32_t a = x + y + (uint32_t)o->imm;
-            if (unknown || (a & o->size)) {
+            if (unknown || (a & o->size & 3)) {
+                int split = unknown || (o->size & CHECK_PARTIAL); /* (the address: found at the access) */
                 *pc = o->pc;
-                *addr = unknown ? 0 : a;
-                return unknown ? PK_ALIGN_SPLIT : PK_ALIGN_FAULT;
+                *addr = split ? 0 : a;
+                return split ? PK_ALIGN_SPLIT : PK_ALIGN_FAULT;
             }
             continue;
         }
@@ -849,20 +856,6 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
             st.s[st.n].known = o->op != A_STORE_ANY;
             st.n++;
             continue;
-        case A_CHECK: {
-            uint32_t a = x + y + (uint32_t)o->imm;
-            if (unknown) {
-                *pc = o->pc;
-                *addr = 0;
-                return PK_ALIGN_SPLIT;
-            }
-            if (a & o->size) {
-                *pc = o->pc;
-                *addr = a;
-                return PK_ALIGN_FAULT;
-            }
-            continue;
-        }
         case A_SPW:
             if (unknown || (x & 3)) {
                 *pc = o->pc;

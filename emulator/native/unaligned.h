@@ -68,7 +68,7 @@ enum {
     A_SXTB, A_SXTH, A_UXTB, A_UXTH, A_REV, A_REV16, A_REVSH,
     A_LOAD,  /* d = memory at a + b + imm; size: bytes | 0x80 signed */
     A_STORE, /* memory at a + b + imm = c; size: bytes */
-    A_CHECK, /* fault at pc if a + b + imm has a bit of mask size set */
+    A_CHECK, /* fault at pc if a + b + imm has a bit of mask size & 3 set (CHECK_PARTIAL below) */
     A_SPW,   /* SP is set to a at pc (an instruction of size bytes) */
     A_MRS,   /* d = MSP (imm 8) or PSP (imm 9); a: SP at this point */
     A_SPLIT, /* stop before the block: run it up to pc first */
@@ -77,6 +77,12 @@ enum {
     A_NOP,         /* a check an earlier one implies (removed before cutting down) */
     A_STORE_ANY    /* A_STORE of a value not worked out: a load it overlaps is not known */
 };
+
+/* A_CHECK size bit: an operand known to be aligned was left out of the address (an
+ * index scaled by 4, SP), so a + b + imm decides the check but is not the address: when
+ * it fails, the block is run up to the access (PK_ALIGN_SPLIT), where its address is
+ * registers the new block received, and the fault is reported there. */
+#define CHECK_PARTIAL 0x40
 
 typedef struct {
     uint8_t op;       /* A_* above */
@@ -131,7 +137,7 @@ static inline int pk_align_quick(const pk_aop *ops, uint32_t n, const pk_amap *m
             const uint8_t *p = m->host + (a - m->base);
             v[o->d] = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         } else if (o->op == A_CHECK) {
-            if (a & o->size) return 0;
+            if (a & o->size & 3) return 0;
         } else { /* A_STORE, A_STORE_ANY, A_CHECK_STORE */
             if (o->op == A_CHECK_STORE && (a & (o->size - 1u))) return 0;
             lo[stores] = a;
@@ -159,9 +165,10 @@ PK_INTERNAL int pk_abuild_needed(const pk_abuild *b);
 PK_INTERNAL int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n);
 
 /* Program operation o (after the head) is a check of registers the block received
- * plus a constant: its registers (-1: none), constant and mask. 0 otherwise. A
- * program of such checks only is cheaper as codecache.c's register checks. */
-PK_INTERNAL int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask);
+ * plus a constant: its registers (-1: none), constant, mask and whether it is partial
+ * (CHECK_PARTIAL). 0 otherwise. A program of such checks only is cheaper as
+ * codecache.c's register checks. */
+PK_INTERNAL int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask, int *partial);
 
 /* Where a program reads registers and the APSR (Unicorn's uc_reg_read and ids). */
 typedef struct {
