@@ -4,9 +4,11 @@ On pkasim's engine the native hooks read r0-r14 where the CPU keeps them (patch 
 ``uc_pkasim_arm_regs``). The stock wheel has no such call, but its ``uc_reg_read`` of
 r0-r14 is a plain load of ``env->regs[n]`` (Unicorn 2.1.4, qemu/target/arm/unicorn_arm.c
 ``reg_read``; no side effect, nothing synced first), so reading that array is the same
-read without the call. The stock hook reads registers at almost every block start
-(the alignment checks), and each read through Unicorn costs a call, a switch on the
-register id and the JIT-state bookkeeping of ``uc_reg_read``.
+read without the call; its ``uc_reg_write`` of r0-r12 and LR is a plain store there too
+(the native exception model writes r0-r3, r12 and LR in place, never SP). The stock hook
+reads registers at almost every block start (the alignment checks), and each read
+through Unicorn costs a call, a switch on the register id and the JIT-state bookkeeping
+of ``uc_reg_read``.
 
 The array is found once per engine: r0-r12, SP and LR are set to a pattern through
 ``uc_reg_write`` and the memory the engine handle points to is searched for it, read
