@@ -306,3 +306,49 @@ def test_the_stock_wheels_registers_read_in_place_are_the_engines_registers(buil
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["engine"] == "stock"
     assert got["after_run"][0] == got["after_run"][1] and got["after_write"][0] == got["after_write"][1]
+
+
+# A run cut into pieces: cycle budgets (the native hook stops at a block start and
+# drops the record it has committed), single steps (the run loop commits part of a
+# block and drops its record) and debugger PC writes (the record is dropped). On
+# pkasim's engine the generated code adds the record's cost and instructions at the
+# next block start without testing whether it is valid (patch 18), so a dropped
+# record must hold none: anything left would be counted twice.
+STOP_RESUME_RUN = """
+import io, json, sys
+from pkasim import Machine, load_config
+from pkasim.native import engine
+def machine():
+    m = Machine(load_config(), stdout=io.BytesIO(), stderr=io.BytesIO())
+    m.load(sys.argv[1])
+    return m
+whole = machine()
+w = whole.run()
+m = machine()
+stops = 0
+while True:
+    r = m.run(max_cycles=9_973)
+    if r.reason.value != "budget":
+        break
+    stops += 1
+    if stops % 2:
+        m.step()
+    if stops % 3 == 0:
+        m.set_reg("pc", m.pc)
+print(json.dumps({"engine": engine.selected(), "stops": stops,
+                  "whole": [w.cycles, w.instructions, w.exit_code, whole.stdout.getvalue().decode()],
+                  "pieces": [r.cycles, r.instructions, r.exit_code, m.stdout.getvalue().decode()]}))
+"""
+
+
+@pytest.mark.parametrize("engine_name", ["stock", "patched"])
+def test_a_run_stopped_and_resumed_counts_what_one_run_counts(build_dir, engine_name):
+    if engine_name == "patched" and (problem := _engine_problem()):
+        pytest.skip(f"pkasim's engine is not available here: {problem}")
+    done = subprocess.run([sys.executable, "-c", STOP_RESUME_RUN, str(build_dir / "kernels.elf")],
+                          env={**os.environ, "PKASIM_ENGINE": engine_name}, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["engine"] == engine_name and out["stops"] > 50
+    assert out["pieces"] == out["whole"]

@@ -111,3 +111,21 @@ def test_branch_to_itself_with_nothing_to_interrupt_it_stops_at_once(make_machin
     r = m.run(max_cycles=10**9)
     assert r.reason == StopReason.STUCK
     assert r.cycles < 100 and "no interrupt can fire" in r.message
+
+
+def test_a_fault_report_lists_the_last_eight_block_starts_newest_first(make_machine, elf):
+    m = fault_machine(make_machine, elf, 2, handler_mode=1)
+    r = m.run(max_cycles=10**6)
+    way = r.fault.recent_blocks
+    assert len(way) == 8
+    assert way[0].startswith("fault_unmapped_read")  # the block holding the faulting load
+    assert way[-1].startswith("Reset_Handler")
+
+
+def test_a_fault_before_any_block_ran_reports_no_way_there(make_machine, elf):
+    m = make_machine()
+    m.load(elf("fault"))
+    m.set_reg("pc", 0x30000000)
+    r = m.run(max_cycles=10**6)
+    assert "instruction fetch from unmapped address" in r.fault.cause
+    assert r.fault.recent_blocks == []  # (no empty slot of the ring shows as an address)

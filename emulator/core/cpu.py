@@ -54,6 +54,7 @@ class Core:
         engine.require()
         self.lib = native.load()
         self.state = native.PkState()
+        self.state.ring[:] = [native.RING_EMPTY] * native.RING  # no block start yet
         self.state_ref = ctypes.byref(self.state)
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
@@ -106,7 +107,7 @@ class Core:
     def set_reg(self, name: str, value: int) -> None:
         if name.lower() == "pc":
             self.set_pc(value)
-            self.state.cur_valid = 0
+            self.drop_block()
             self.state.prev_valid = 0
         else:
             self.wr(self.reg_id(name), value)
@@ -154,6 +155,16 @@ class Core:
         self._native_hooks.append(handle)
         return handle
 
+    def drop_block(self) -> None:
+        """Forget the executing block's record (it will not be committed): not valid,
+        and its cost and instructions 0, since on pkasim's engine the generated code
+        adds those at the next block start without testing the valid word
+        (cyclehook.c pk_drop_block, docs/engine.md)."""
+        s = self.state
+        s.cur_valid = 0
+        s.cur_cost = 0
+        s.cur_insns = 0
+
     def memory_hook_placed(self, key: object, on: bool, lo: int = 0, hi: int = 0xFFFFFFFF) -> None:
         """A memory hook over [lo, hi] was added (``on``) or deleted, under ``key``:
         while one covers flash, its data reads reach flash itself, where the hook sees
@@ -174,14 +185,16 @@ class Core:
         or the block asks for it."""
         s = self.state
         s.counted = 1
-        s.limit = 0
+        s.limit = s.limit_inline = 0
         s.span_lo, s.span_hi = 0xFFFFFFFF, 0
+        at = [ctypes.addressof(s) + getattr(native.PkState, name).offset
+              for name in ("cycles", "insns", "limit", "cur_valid", "span_lo", "ring", "ring_pos", "limit_inline")]
         acct = native.BlockAccount(
-            *(ctypes.addressof(s) + getattr(native.PkState, name).offset
-              for name in ("cycles", "insns", "limit", "cur_valid", "span_lo", "ring", "ring_pos")),
+            *at[:7],
             ctypes.cast(self.lib.pk_block_cost, ctypes.c_void_p).value,
             ctypes.cast(self.lib.pk_block_hook_counted, ctypes.c_void_p).value,
-            ctypes.addressof(s))
+            ctypes.addressof(s),
+            at[7])
         fn = _ucmod.uclib.uc_block_account_set
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

@@ -204,8 +204,8 @@ class ExceptionModel:
         pc &= ~1
         insn = self.bus.instruction_text(pc)
         state = self.core.state
-        pos = state.ring_pos
-        recent = [state.ring[(pos - 1 - i) % native.RING] for i in range(min(8, pos))]
+        last = state.ring_pos // 4 - 1  # (ring_pos: the byte offset of the next slot)
+        recent = [a for a in (state.ring[(last - i) % native.RING] for i in range(8)) if a != native.RING_EMPTY]
         active = self.core.active_exception()
         return Fault(
             cause=cause, pc=pc, where=self.describe(pc), instruction=insn, address=address,

@@ -265,9 +265,8 @@ class Machine:
         core.wr(A.UC_ARM_REG_MSP, sp & ~3)
         core.wr(A.UC_ARM_REG_SP, sp & ~3)
         core.set_pc(pc)
-        s = core.state
-        s.cur_valid = 0
-        s.prev_valid = 0
+        core.drop_block()
+        core.state.prev_valid = 0
         core.sleeping = False
         core.observe(Kind.RESET)
 

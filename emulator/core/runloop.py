@@ -370,7 +370,7 @@ class RunLoop:
             if count and not self._counting:
                 core.uc.ctl_flush_tb()
             self._counting = count > 0
-            s.limit = 0  # counted mode: the first block start looks at everything
+            s.limit = s.limit_inline = 0  # counted mode: the first block start looks at everything
             if s.stop_reason == native.STOP_WATCH:  # noted while not running (a fetch fill, watchwindow.c)
                 s.stop_reason = native.STOP_NONE
                 if s.watch_region == WINDOW_CODE:
@@ -712,7 +712,7 @@ class RunLoop:
         """The NVIC's state changed: if an exception is now takeable, take it at the
         next block boundary (natively; while stepping, by stopping there)."""
         s = self.core.state
-        s.limit = 0  # counted mode: the native hook looks at the next block start
+        s.limit = s.limit_inline = 0  # counted mode: the native hook looks at the next block start
         if s.native_on:
             s.irq_check = 1
         elif self.nvic.next_to_take(self.core.primask()) is not None:
@@ -723,7 +723,7 @@ class RunLoop:
         s = self.core.state
         if at < s.deadline:
             s.deadline = at
-            s.limit = 0  # counted mode: the native hook looks at the next block start
+            s.limit = s.limit_inline = 0  # counted mode: the native hook looks at the next block start
         if at < s.py_next:
             s.py_next = at
 

@@ -41,7 +41,7 @@ class Settler:
         s.cycles += cost
         s.insns += insns
         s.blocks += 1
-        s.cur_valid = 0
+        self.core.drop_block()
 
     def _entry_fetch(self, start: int, end: int) -> int:
         """The flash wait states the block paid on entry (the fetch rule: a block starting

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pkasim.base.errors import PkasimError, UnavailableError
 
-RING = 32
+RING = 64
+RING_EMPTY = 0xFFFFFFFF  # a slot of the ring no block start has filled yet (never a start: odd)
 VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
 NATIVE_BPS = 16  # PK_NATIVE_BPS: breakpoints the native loop verdict knows (more: Python decides)
 TRUST = 1024  # PK_TRUST: trusted-loop slots (idle.c)
@@ -122,7 +123,8 @@ class PkState(ctypes.Structure):
         ("emu_stop", ctypes.c_void_p),
         ("regids", ctypes.c_int32 * 16),
         ("ring", ctypes.c_uint32 * RING),
-        ("ring_pos", ctypes.c_uint32),
+        ("ring_pos", ctypes.c_uint8),  # byte offset of the next slot (wraps by itself)
+        ("ring_pad", ctypes.c_uint8 * 3),
         ("apsr_regid", ctypes.c_int32),
         ("pad_end", ctypes.c_uint32),
         # the native exception model (excmodel.c)
@@ -192,6 +194,7 @@ class PkState(ctypes.Structure):
         ("pad_loop", ctypes.c_uint32),
         # counted mode (pkasim's engine: cyclehook.c pk_block_hook_counted)
         ("limit", ctypes.c_uint64),
+        ("limit_inline", ctypes.c_uint64),
         ("span_lo", ctypes.c_uint32),
         ("span_hi", ctypes.c_uint32),
         ("counted", ctypes.c_uint32),
@@ -218,11 +221,12 @@ class PkState(ctypes.Structure):
 
 
 class BlockAccount(ctypes.Structure):
-    """Unicorn's uc_block_account (the engine's patch 5, docs/engine.md): where the
-    generated code keeps the count, and the two native callbacks."""
+    """Unicorn's uc_block_account (the engine's patches 5 and 19, docs/engine.md): where
+    the generated code keeps the count, and the two native callbacks."""
 
     _fields_ = [(name, ctypes.c_void_p) for name in
-                ("cycles", "insns", "limit", "record", "span", "ring", "ring_pos", "cost", "hook", "user_data")]
+                ("cycles", "insns", "limit", "record", "span", "ring", "ring_pos", "cost", "hook", "user_data",
+                 "inline_limit")]
 
 
 _lib: ctypes.CDLL | None = None

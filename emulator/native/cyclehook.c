@@ -154,7 +154,7 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         s->span_hi = 0;
     }
     if (s->cur_valid) {
-        uint32_t c = s->cur_cost, done_start = s->cur_start;
+        uint32_t c = s->cur_cost, done_start = s->cur_start, done_insns = s->cur_insns;
         if (!counted && (s->cur_flags & PK_F_COND) && a == s->cur_end) {
             /* Fall-through address: not taken, unless the branch targets that very
              * address, in which case the flags (unchanged since) decide. */
@@ -168,13 +168,13 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
         }
         if (!counted) {
             s->cycles += c;
-            s->insns += s->cur_insns;
+            s->insns += done_insns;
         }
         s->blocks += 1;
         s->prev_valid = 1;
         s->prev_end = s->cur_end;
         s->prev_flags = s->cur_flags;
-        s->cur_valid = 0;
+        pk_drop_block(s);
         trust_epoch(s);
         if (s->cur_flags & PK_F_IRQCHK) {
             if (!s->native_on) {
@@ -193,10 +193,10 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
              * trusted to make progress (idle.c; patch 9's gate). The next block the
              * check follows is judged with the block before it, whichever that was. */
         } else if (a == done_start) {
-            if (pk_idle_loop(s, a, s->cur_end, c, s->cur_insns)) return;
+            if (pk_idle_loop(s, a, s->cur_end, c, done_insns)) return;
         } else if (a < done_start || s->loop_end) {
             /* A branch back, or within a loop of several blocks being followed. */
-            if (pk_idle_track(s, done_start, s->cur_end, a, c, s->cur_insns)) return;
+            if (pk_idle_track(s, done_start, s->cur_end, a, c, done_insns)) return;
         } else {
             s->loop_start = 0xFFFFFFFFu;
         }
@@ -293,7 +293,7 @@ admitted:
     s->cur_cost = cost;
     s->cur_insns = insns;
     s->cur_flags = flags;
-    s->ring[s->ring_pos++ % RING] = a;
+    pk_ring_note(s, a);
 }
 
 /* The stock wheel's block hook. The common block start (the block before it ran to
@@ -328,7 +328,7 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
             s->cur_cost = blk->cost;
             s->cur_insns = blk->insns;
             s->cur_flags = blk->last_flags;
-            s->ring[s->ring_pos++ % RING] = a;
+            pk_ring_note(s, a);
             return;
         }
     }
@@ -339,7 +339,7 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
 
 /* Something the counted hook decides on changed (an exception may be takeable, a
  * device event moved, the deadline came closer): call the hook at the next block. */
-void pk_counted_wake(pk_state *s) { s->limit = 0; }
+void pk_counted_wake(pk_state *s) { s->limit = s->limit_inline = 0; }
 
 /* The cycle count at which the generated code must call the hook again, or 0 for the
  * next block: the deadline, a native device's next event or the end of the trust
@@ -356,6 +356,7 @@ static void counted_limit(pk_state *s) {
         if (s->cur_flags & PK_F_IRQCHK) lim = 0;
     }
     s->limit = lim;
+    s->limit_inline = s->span_hi ? 0 : lim; /* (engine patch 19: the quick test, no span) */
 }
 
 void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *s) {

@@ -20,7 +20,7 @@ enum { STOP_NONE = 0, STOP_DEADLINE = 1, STOP_ALIGN = 2, STOP_IRQCHK = 3, STOP_S
        STOP_STUCK = 6, STOP_UNDEF = 7, STOP_WATCH = 8, STOP_NATIVE_ERROR = 9, STOP_ALIGN_SPLIT = 10,
        STOP_SP_WRITE = 11 };
 
-#define RING 32
+#define RING 64 /* recent block starts: 64 words, so that ring_pos (a byte offset) wraps by itself */
 
 typedef int (*pk_reg_read_fn)(void *uc, int regid, void *value);
 typedef int (*pk_emu_stop_fn)(void *uc);
@@ -87,8 +87,9 @@ typedef struct {
     pk_reg_read_fn reg_read;
     pk_emu_stop_fn emu_stop;
     int32_t regids[16];
-    uint32_t ring[RING];
-    uint32_t ring_pos;
+    uint32_t ring[RING];        /* recent block starts; empty slots 0xFFFFFFFF (the report's "way there") */
+    uint8_t ring_pos;           /* byte offset of the next slot: wraps by itself (engine patch 18) */
+    uint8_t ring_pad[3];
     int32_t apsr_regid;
     uint32_t pad_end;
     /* ---- the native exception model (excmodel.c) ---- */
@@ -154,6 +155,8 @@ typedef struct {
      * each block and records the next one itself; pk_block_hook_counted runs only
      * at a block start where cycles >= limit, or where the block asks for it ---- */
     uint64_t limit;             /* 0: the next block start calls the hook */
+    uint64_t limit_inline;      /* limit, or 0 while a span is set: the quick test of the blocks
+                                 * that need no other (engine patch 19; counted_limit keeps it) */
     uint32_t span_lo, span_hi;  /* a loop decided not idle: its blocks need no hook */
     uint32_t counted;           /* the engine keeps the accounting (else pk_block_hook) */
     uint32_t cur_mode;          /* the current block's code cache mode (counted mode) */
@@ -190,6 +193,20 @@ typedef struct {
 /* state.c: what all of the native core shares */
 PK_INTERNAL uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have);
 void pk_commit_block(pk_state *s);
+/* The executing block's record is dropped (not valid): its cost and instructions go
+ * to 0 as well, since the engine's generated code adds them without testing
+ * cur_valid (docs/engine.md, counted mode). */
+static inline void pk_drop_block(pk_state *s) {
+    s->cur_valid = 0;
+    s->cur_cost = 0;
+    s->cur_insns = 0;
+}
+
+/* A block start into the ring of recent ones (as the engine's generated code does). */
+static inline void pk_ring_note(pk_state *s, uint32_t a) {
+    s->ring[s->ring_pos / 4] = a;
+    s->ring_pos = (uint8_t)(s->ring_pos + 4);
+}
 uint32_t pk_access_offset(pk_state *s, uint32_t addr);
 uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns);
 int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len);

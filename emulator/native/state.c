@@ -42,7 +42,7 @@ void pk_commit_block(pk_state *s) {
     s->prev_valid = 1;
     s->prev_end = s->cur_end;
     s->prev_flags = s->cur_flags;
-    s->cur_valid = 0;
+    pk_drop_block(s);
 }
 
 /* Cycles the current block spent before the instruction whose access to ``addr``
