@@ -187,14 +187,18 @@ print(json.dumps({"engine": engine.selected(), "runs": out}))
 """
 
 
-@pytest.fixture(scope="module")
-def cases_on_stock(elf) -> list:
+def _stock_cases(elf, engine_name: str) -> dict:
     cases = [[code, regs, words, CELL, SRAM_CODE] for code, regs, words, _, _ in STOCK_CASES.values()]
     done = subprocess.run([sys.executable, "-c", STOCK_CASES_RUN, str(elf("anywhere")), json.dumps(cases)],
-                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True,
+                          env={**os.environ, "PKASIM_ENGINE": engine_name}, capture_output=True, text=True,
                           timeout=QEMU_TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def cases_on_stock(elf) -> list:
+    got = _stock_cases(elf, "stock")
     assert got["engine"] == "stock"
     return got["runs"]
 
@@ -203,6 +207,12 @@ def cases_on_stock(elf) -> list:
 def test_an_unaligned_access_faults_there_with_its_address_on_the_stock_wheel(cases_on_stock, index):
     _, _, _, offset, address = list(STOCK_CASES.values())[index]
     assert cases_on_stock[index][:3] == ["until", SRAM_CODE + offset, address]
+
+
+def test_the_stock_wheels_faults_come_at_the_cycles_of_the_default_engine(cases_on_stock, elf):
+    """The same cases on the default engine (pkasim's own where it is built): the same
+    fault, at the same cycle count."""
+    assert _stock_cases(elf, "auto")["runs"] == cases_on_stock
 
 
 # --------------------------------------------------------------------------- one case, in detail
