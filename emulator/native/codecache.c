@@ -274,8 +274,6 @@ static int grow(pk_code *c) {
     return 0;
 }
 
-
-
 int pk_code_add_memory(pk_code *c, uint32_t base, uint32_t size, const void *host) {
     if (c->t.memory.n == PK_AMEM_MAX || !host) return -1;
     pk_amem *m = &c->t.memory.mem[c->t.memory.n++];
