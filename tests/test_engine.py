@@ -327,6 +327,39 @@ def test_a_pc_written_from_a_hook_goes_on_in_the_same_run(choice):
         choice, 1, 0, 0x12345678, 7, 0x14, [0x10])
 
 
+# The stock wheel's r0-r14 as the native hooks read them in place (pkasim.native.stockregs),
+# against the engine's own register reads: after a run that stopped mid-program, and
+# after a write through the debugger API.
+IN_PLACE_RUN = r"""
+import ctypes, json, sys
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine
+from pkasim.native import engine
+m = Machine(load_config())
+m.load(sys.argv[1])
+m.write_symbol("iterations", (2).to_bytes(4, "little"))
+m.run(max_cycles=100_000)
+names = [f"r{i}" for i in range(13)] + ["sp", "lr"]
+ptr = m.core.state.regs_ptr
+view = lambda: list((ctypes.c_uint32 * 15).from_address(ptr)) if ptr else None
+after_run = [view(), [m.core.reg(n) for n in names]]
+m.core.set_reg("r5", 0x1234567)
+m.core.set_reg("lr", 0xFFFFFFF9)
+print(json.dumps({"engine": engine.selected(), "after_run": after_run,
+                  "after_write": [view(), [m.core.reg(n) for n in names]]}))
+"""
+
+
+def test_the_stock_wheels_registers_read_in_place_are_the_engines_registers(build_dir):
+    done = subprocess.run([sys.executable, "-c", IN_PLACE_RUN, str(build_dir / "kernels.elf")],
+                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["engine"] == "stock"
+    assert got["after_run"][0] == got["after_run"][1] and got["after_write"][0] == got["after_write"][1]
+
+
 # A run cut into pieces: cycle budgets (the native hook stops at a block start and
 # drops the record it has committed), single steps (the run loop commits part of a
 # block and drops its record) and debugger PC writes (the record is dropped). On

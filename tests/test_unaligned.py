@@ -12,8 +12,11 @@ does, and what QEMU's Cortex-M0 board prints for the same ELF.
 from __future__ import annotations
 
 import io
+import json
+import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 import unaligned_cases as U
@@ -26,6 +29,7 @@ from pkasim.core.machine import Machine, StopReason
 QEMU_MACHINE = "microbit"  # QEMU's Cortex-M0 board: flash at 0, 16 KiB SRAM at 0x20000000
 QEMU_TIMEOUT = 120  # seconds; only a guard against a hung QEMU
 SRAM_CODE = 0x20002000
+CELL = 0x20003000  # a word of SRAM the cases below load pointers from
 CASES = U.build_cases()
 PRODUCERS = [p.name for p in U.PRODUCERS]
 SP_CONSUMERS = [c.name for c in U.CONSUMERS if c.form == "sp"]
@@ -104,6 +108,113 @@ def test_same_faults_as_qemu(producer, pkasim_lines, qemu_lines):
     assert [(c.name, pkasim_lines[c.index]) for c in mine] == [(c.name, qemu_lines[c.index]) for c in mine]
 
 
+# The matrix on the stock wheel, in a process of its own (the engine is chosen once per
+# process): there the native hook's register checks and alignment programs (quick ones
+# inline, unaligned.h) find every fault; on pkasim's engine the engine does.
+STOCK_RUN = r"""
+import io, sys
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine
+from pkasim.native import engine
+m = Machine(load_config(), stdout=io.BytesIO(), stderr=io.BytesIO())
+m.load(sys.argv[1])
+r = m.run(max_cycles=10**8)
+print(engine.selected(), r.reason.value, r.exit_code)
+sys.stdout.write(m.stdout.getvalue().decode())
+"""
+
+
+@pytest.fixture(scope="module")
+def stock_lines(image) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", STOCK_RUN, str(image)], env={**os.environ, "PKASIM_ENGINE": "stock"},
+                          capture_output=True, text=True, timeout=QEMU_TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "stock exit 0", lines[0]
+    return lines[1:]
+
+
+def test_the_stock_wheel_faults_where_the_core_does(stock_lines, expected):
+    assert _wrong(stock_lines, expected, lambda c: True) == []
+
+
+# On the stock wheel: a block that ran aligned and was cached, then misaligned (the
+# hook's short path checks it: register checks, a quick program inline, the general
+# program), and addresses with an operand the checks leave out as aligned (an index
+# scaled by 4, SP: the fault still names the access's whole address). Each case runs
+# at SRAM_CODE; (code, registers, words at CELL, faulting instruction's offset,
+# faulting address).
+P = 0x20001000
+STOCK_CASES = {
+    # ldr r4, [r3]; adds r3, #4; subs r2, #1; bne 0; adds r3, #1; str r2, [r1]; movs r2, #1; b 0 (the
+    # store: the outer loop is no idle loop, so the idle check follows neither loop)
+    "register-check": ("1c68" "0433" "013a" "fbd1" "0133" "0a60" "0122" "f7e7", {"r3": P, "r2": 5, "r1": CELL}, [],
+                       0, P + 21),
+    # ldr r3, [r1]; ldr r4, [r3]; adds r1, #4; subs r2, #1; bne 0; b .
+    "quick-program": ("0b68" "1c68" "0431" "013a" "fad1" "fee7", {"r1": CELL, "r2": 4}, [P, P + 4, P + 8, P + 13], 2,
+                      P + 13),
+    # ldr r5, [r1]; adds r3, r5, r0; ldr r4, [r3]; adds r1, #4; subs r2, #1; bne 0; b .
+    "general-program": ("0d68" "2b18" "1c68" "0431" "013a" "f9d1" "fee7", {"r0": P, "r1": CELL, "r2": 4},
+                        [0, 4, 8, 14], 4, P + 14),
+    # str r6, [r7]; ldr r3, [r1]; ldr r4, [r3]; adds r6, #2; subs r2, #1; bne 0; b .  (r7 = r1: the load
+    # reads what the store before it wrote)
+    "store-then-load": ("3e60" "0b68" "1c68" "0236" "013a" "f9d1" "fee7", {"r1": CELL, "r7": CELL, "r6": P, "r2": 5},
+                        [P], 4, P + 2),
+    # lsls r1, r1, #2; ldr r0, [r2, r1]; b .
+    "scaled-index": ("8900" "5058" "fee7", {"r1": 1, "r2": P + 1}, [], 2, P + 5),
+    # add r0, sp, #0; str r0, [r7, r0]; b .
+    "sp-based": ("00a8" "3850" "fee7", {"sp": 0x20003800, "r7": 1}, [], 2, 0x20003801),
+}
+STOCK_CASES_RUN = r"""
+import io, json, sys
+from pkasim.chip.config import load_config
+from pkasim.core.machine import Machine
+from pkasim.native import engine
+out = []
+for code, regs, words, cell, sram in json.loads(sys.argv[2]):
+    m = Machine(load_config(), stdout=io.BytesIO(), stderr=io.BytesIO())
+    m.load(sys.argv[1])
+    m.run(until="main", max_cycles=10**5)
+    for i, w in enumerate(words):
+        m.write_u32(cell + 4 * i, w)
+    m.write_memory(sram, bytes.fromhex(code))
+    for name, value in regs.items():
+        m.set_reg(name, value)
+    m.set_reg("pc", sram)
+    r = m.run(until="HardFault_Handler", max_cycles=10**6)
+    out.append([r.reason.value, r.fault.pc if r.fault else None, r.fault.address if r.fault else None, m.cycles])
+print(json.dumps({"engine": engine.selected(), "runs": out}))
+"""
+
+
+def _stock_cases(elf, engine_name: str) -> dict:
+    cases = [[code, regs, words, CELL, SRAM_CODE] for code, regs, words, _, _ in STOCK_CASES.values()]
+    done = subprocess.run([sys.executable, "-c", STOCK_CASES_RUN, str(elf("anywhere")), json.dumps(cases)],
+                          env={**os.environ, "PKASIM_ENGINE": engine_name}, capture_output=True, text=True,
+                          timeout=QEMU_TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def cases_on_stock(elf) -> list:
+    got = _stock_cases(elf, "stock")
+    assert got["engine"] == "stock"
+    return got["runs"]
+
+
+@pytest.mark.parametrize("index", range(len(STOCK_CASES)), ids=list(STOCK_CASES))
+def test_an_unaligned_access_faults_there_with_its_address_on_the_stock_wheel(cases_on_stock, index):
+    _, _, _, offset, address = list(STOCK_CASES.values())[index]
+    assert cases_on_stock[index][:3] == ["until", SRAM_CODE + offset, address]
+
+
+def test_the_stock_wheels_faults_come_at_the_cycles_of_the_default_engine(cases_on_stock, elf):
+    """The same cases on the default engine (pkasim's own where it is built): the same
+    fault, at the same cycle count."""
+    assert _stock_cases(elf, "auto")["runs"] == cases_on_stock
+
+
 # --------------------------------------------------------------------------- one case, in detail
 
 def at_main(make_machine, elf):
@@ -121,7 +232,6 @@ def run_sram(m, code: str, **regs: int):
 
 
 LOADED_POINTER = "0b68" "1c68" "fee7"  # ldr r3, [r1]; ldr r4, [r3]; b .
-CELL = 0x20003000
 
 
 def test_the_fault_is_taken_at_the_access_with_the_registers_the_block_left(make_machine, elf):

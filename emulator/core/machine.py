@@ -42,7 +42,7 @@ from pkasim.core.results import RunResult, StopReason
 from pkasim.core.runloop import CALL_RETURN, RunLoop
 from pkasim.core.watchpoints import Watchpoint
 from pkasim.host.semihosting import Semihosting
-from pkasim.native import engine
+from pkasim.native import engine, stockregs
 from pkasim.peripherals.base import Peripheral
 from pkasim.peripherals.nvic import FIRST_IRQ, SYSTICK, exception_name
 
@@ -119,6 +119,7 @@ class Machine:
             s.regs_ptr = fn(core.uch)
             s.align_enabled = 0  # the engine faults on unaligned accesses itself (ARMv6-M)
         else:
+            s.regs_ptr = stockregs.find(core.uch)  # r0-r14 read in place where found (else through Unicorn)
             core.add_native_hook(UC_HOOK_BLOCK, core.lib.pk_block_hook, 1, 0)
         if flash.wait_states and engine.patched():
             # Flash data reads cost the wait states: counted by the engine's generated

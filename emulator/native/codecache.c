@@ -46,18 +46,14 @@ typedef struct {
 } acc_entry;
 
 struct pk_code {
+    pk_code_table t;          /* first: the hook reads it inline (codecache.h) */
     pk_rules rules;
     pk_code_read_fn mem_read;
-    pk_block *table;
-    uint32_t cap, used;
-    pk_check *checks;
     uint32_t checks_used, checks_cap;
     region_t regions[MAX_REGIONS];
     uint32_t nregions;
     uint64_t map_bytes;
     acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
-    pk_aprog prog;            /* alignment programs of the blocks that need one (unaligned.h) */
-    pk_amap memory;           /* guest memory the programs read */
     pk_abuild *build;         /* scratch for building a program, allocated on first use */
     uint32_t by_translation;  /* guest writes to code are found when the engine translates it again */
 };
@@ -71,13 +67,13 @@ pk_code *pk_code_new(uint32_t muls_cycles, uint32_t fetch_ws, uint32_t flash_bas
     c->rules.flash_base = flash_base;
     c->rules.flash_end = flash_end;
     c->mem_read = (pk_code_read_fn)mem_read;
-    c->cap = FIRST_CAPACITY;
-    c->table = malloc(c->cap * sizeof(pk_block));
-    if (!c->table) {
+    c->t.cap = FIRST_CAPACITY;
+    c->t.table = malloc(c->t.cap * sizeof(pk_block));
+    if (!c->t.table) {
         free(c);
         return NULL;
     }
-    memset(c->table, 0xFF, c->cap * sizeof(pk_block));
+    memset(c->t.table, 0xFF, c->t.cap * sizeof(pk_block));
     return c;
 }
 
@@ -93,10 +89,10 @@ void pk_code_free(pk_code *c) {
         free(g->shadow);
         free(g->fetched);
     }
-    free(c->table);
-    free(c->checks);
+    free(c->t.table);
+    free(c->t.checks);
     free(c->acc);
-    free(c->prog.ops);
+    free(c->t.prog.ops);
     pk_abuild_free(c->build);
     free(c);
 }
@@ -126,12 +122,12 @@ static int region_of(const pk_code *c, uint32_t a) {
 }
 
 void pk_code_clear(pk_code *c) {
-    memset(c->table, 0xFF, c->cap * sizeof(pk_block));
+    memset(c->t.table, 0xFF, c->t.cap * sizeof(pk_block));
     if (c->acc)
         for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
-    c->used = 0;
+    c->t.used = 0;
     c->checks_used = 0;
-    c->prog.used = 0;
+    c->t.prog.used = 0;
     for (uint32_t r = 0; r < c->nregions; r++) {
         region_t *g = &c->regions[r];
         if (!g->marked) continue;
@@ -260,33 +256,27 @@ int pk_code_translated(pk_code *c, void *uc, uint32_t start, uint32_t len) {
  * side in the table, so a hot loop's blocks share cache lines (a multiplicative hash
  * scattered them, and the lookup was mostly a cache miss). */
 static uint32_t slot_of(const pk_code *c, uint32_t start) {
-    uint32_t mask = c->cap - 1, i = (start >> 1) & mask;
-    while (c->table[i].start != PK_NONE && c->table[i].start != start) i = (i + 1) & mask;
+    uint32_t mask = c->t.cap - 1, i = (start >> 1) & mask;
+    while (c->t.table[i].start != PK_NONE && c->t.table[i].start != start) i = (i + 1) & mask;
     return i;
 }
 
 static int grow(pk_code *c) {
-    uint32_t old_cap = c->cap, cap = old_cap * 2;
-    pk_block *old = c->table, *t = malloc((size_t)cap * sizeof(pk_block));
+    uint32_t old_cap = c->t.cap, cap = old_cap * 2;
+    pk_block *old = c->t.table, *t = malloc((size_t)cap * sizeof(pk_block));
     if (!t) return -1;
     memset(t, 0xFF, (size_t)cap * sizeof(pk_block));
-    c->table = t;
-    c->cap = cap;
+    c->t.table = t;
+    c->t.cap = cap;
     for (uint32_t i = 0; i < old_cap; i++)
-        if (old[i].start != PK_NONE) c->table[slot_of(c, old[i].start)] = old[i];
+        if (old[i].start != PK_NONE) c->t.table[slot_of(c, old[i].start)] = old[i];
     free(old);
     return 0;
 }
 
-const pk_check *pk_code_checks(const pk_code *c, const pk_block *b) { return &c->checks[b->check_first]; }
-
-const pk_aop *pk_code_program(const pk_code *c, const pk_block *b) { return &c->prog.ops[b->check_first]; }
-
-pk_amap *pk_code_memory(pk_code *c) { return &c->memory; }
-
 int pk_code_add_memory(pk_code *c, uint32_t base, uint32_t size, const void *host) {
-    if (c->memory.n == PK_AMEM_MAX || !host) return -1;
-    pk_amem *m = &c->memory.mem[c->memory.n++];
+    if (c->t.memory.n == PK_AMEM_MAX || !host) return -1;
+    pk_amem *m = &c->t.memory.mem[c->t.memory.n++];
     m->base = base;
     m->size = size;
     m->host = host;
@@ -302,19 +292,32 @@ typedef struct {
     int32_t off;
 } rep_t;
 
+/* Whether an earlier check of the block (from ``first``) implies this one: the same
+ * registers, an alignment no smaller, an offset that differs by a multiple of this
+ * check's alignment. If the earlier one passes this one does; if it fails, the block
+ * stops there first. */
+static int implied(const pk_code *c, uint32_t first, const rep_t *r, int32_t off, uint8_t mask) {
+    for (uint32_t i = first; i < c->checks_used; i++) {
+        const pk_check *k = &c->t.checks[i];
+        int same = (k->a == r->a && k->b == r->b) || (k->a == r->b && k->b == r->a);
+        if (same && (k->mask & mask) == mask && !((uint32_t)(k->off - off) & mask)) return 1;
+    }
+    return 0;
+}
+
 static int add_check(pk_code *c, const rep_t *r, int32_t off, uint8_t mask, uint32_t pc) {
     if (c->checks_used == c->checks_cap) {
         uint32_t cap = c->checks_cap ? c->checks_cap * 2 : 1024;
-        pk_check *n = realloc(c->checks, cap * sizeof(pk_check));
+        pk_check *n = realloc(c->t.checks, cap * sizeof(pk_check));
         if (!n) return -1;
-        c->checks = n;
+        c->t.checks = n;
         c->checks_cap = cap;
     }
-    pk_check *k = &c->checks[c->checks_used++];
+    pk_check *k = &c->t.checks[c->checks_used++];
     k->a = r->a;
     k->b = r->b;
     k->mask = mask;
-    k->pad = 0;
+    k->partial = 0;
     k->off = r->off + off;
     k->pc = pc;
     return 0;
@@ -378,21 +381,22 @@ static int literal_const(const pk_code *c, uint32_t lit) {
  * operations folded away: constants, shifted indexes, implied checks) becomes the
  * cheaper register checks. */
 static int as_register_checks(pk_code *c, pk_block *blk) {
-    const pk_aop *ops = &c->prog.ops[blk->check_first];
+    const pk_aop *ops = &c->t.prog.ops[blk->check_first];
     uint32_t n = blk->check_n, first = c->checks_used;
-    int a, b;
+    int a, b, partial;
     int32_t off;
     uint8_t mask;
     for (uint32_t i = 1; i < n; i++)
-        if (!pk_aop_entry_check(&ops[i], &a, &b, &off, &mask)) return 0;
+        if (!pk_aop_entry_check(&ops[i], &a, &b, &off, &mask, &partial)) return 0;
     for (uint32_t i = 1; i < n; i++) {
         rep_t r = {-1, -1, 1, 0};
-        pk_aop_entry_check(&ops[i], &a, &b, &off, &mask);
+        pk_aop_entry_check(&ops[i], &a, &b, &off, &mask, &partial);
         r.a = (int8_t)a;
         r.b = (int8_t)b;
         if (add_check(c, &r, off, mask, ops[i].pc) != 0) return -1;
+        c->t.checks[c->checks_used - 1].partial = (uint8_t)partial;
     }
-    c->prog.used = blk->check_first; /* the program was the last one appended */
+    c->t.prog.used = blk->check_first; /* the program was the last one appended */
     blk->program = 0;
     blk->check_first = first;
     blk->check_n = n ? (uint16_t)(n - 1) : 0;
@@ -473,8 +477,16 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
                 break;
             case K_ACCESS: {
                 rep_t base = rep_add(reg[d->rn], d->rm >= 0 ? reg[d->rm] : zero);
-                if (!base.ok) blk->program = 1;
-                else if (add_check(c, &base, d->imm, d->amask, a) != 0) {
+                /* SP at block entry plus an aligned constant (ADD Rd, SP then an access
+                 * through Rd) is aligned: the core keeps SP bits [1:0] zero, as for an
+                 * SP-relative access */
+                if (base.ok && ((base.a == 13 && base.b < 0) || (base.b == 13 && base.a < 0)) &&
+                    !((uint32_t)(base.off + d->imm) & d->amask))
+                    break;
+                if (!base.ok || base.a == 15 || base.b == 15) blk->program = 1; /* (a check never names PC) */
+                else if (implied(c, blk->check_first, &base, base.off + d->imm, d->amask)) {
+                    /* nothing to add */
+                } else if (add_check(c, &base, d->imm, d->amask, a) != 0) {
                     err = PK_NOMEM;
                     goto out;
                 }
@@ -494,7 +506,7 @@ static int fill(pk_code *c, void *uc, uint32_t start, uint32_t size, int align, 
     if (align && (blk->program || pk_abuild_needed(c->build))) {
         uint32_t first, n;
         c->checks_used = blk->check_first; /* the program checks every access */
-        if (pk_abuild_finish(c->build, &c->prog, &first, &n) != 0 || n > 0xFFFF) {
+        if (pk_abuild_finish(c->build, &c->t.prog, &first, &n) != 0 || n > 0xFFFF) {
             err = PK_NOMEM;
             goto out;
         }
@@ -529,16 +541,6 @@ static int watch_needed(const pk_code *c) {
 
 int pk_code_watch_needed(const pk_code *c) { return watch_needed(c); }
 
-const pk_block *pk_code_hit(const pk_code *c, uint32_t start, uint32_t size) {
-    uint32_t mask = c->cap - 1, i = (start >> 1) & mask;
-    for (;;) {
-        const pk_block *b = &c->table[i];
-        if (b->start == start) return b->size == size ? b : NULL;
-        if (b->start == PK_NONE) return NULL;
-        i = (i + 1) & mask;
-    }
-}
-
 const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
                               pk_block *scratch, int *err, int *watch) {
     *err = PK_OK;
@@ -550,15 +552,15 @@ const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t siz
         return scratch;
     }
     uint32_t i = slot_of(c, start);
-    pk_block *b = &c->table[i];
+    pk_block *b = &c->t.table[i];
     if (b->start == start) {
         if (b->size == size) return b;
         /* Same start, other length (a run that stopped mid-block): decode it without
          * replacing the usual entry; its checks stay readable until the next fill. */
-        uint32_t used = c->checks_used, prog_used = c->prog.used;
+        uint32_t used = c->checks_used, prog_used = c->t.prog.used;
         *err = fill(c, uc, start, size, align, scratch);
         c->checks_used = used;
-        c->prog.used = prog_used;
+        c->t.prog.used = prog_used;
         if (*err) return NULL;
         *watch = watch_needed(c);
         return scratch;
@@ -566,17 +568,17 @@ const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t siz
     pk_block blk;
     *err = fill(c, uc, start, size, align, &blk);
     if (*err) return NULL;
-    if (2 * (c->used + 1) > c->cap) {
+    if (2 * (c->t.used + 1) > c->t.cap) {
         if (grow(c) != 0) {
             *err = PK_NOMEM;
             return NULL;
         }
         i = slot_of(c, start);
     }
-    c->table[i] = blk;
-    c->used++;
+    c->t.table[i] = blk;
+    c->t.used++;
     *watch = watch_needed(c);
-    return &c->table[i];
+    return &c->t.table[i];
 }
 
 /* ---------------------------------------------------------------- partial blocks */
@@ -615,7 +617,7 @@ const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t en
     }
     /* Only blocks the table holds as they are: their code is marked, so a write to it
      * clears this list with the table (pk_code_clear). */
-    const pk_block *b = &c->table[slot_of(c, start)];
+    const pk_block *b = &c->t.table[slot_of(c, start)];
     if (b->start != start || b->start + b->size != end) return NULL;
     pk_insn insn[512];
     uint32_t count = pk_code_decode_range(c, uc, start, end, insn, 512, 0), k = 0, cost = 0;
@@ -684,11 +686,11 @@ void pk_code_watch_span(const pk_code *c, uint32_t region, uint32_t *lo, uint32_
 }
 
 uint64_t pk_code_bytes(const pk_code *c) {
-    return sizeof(pk_code) + (uint64_t)c->cap * sizeof(pk_block) + (uint64_t)c->checks_cap * sizeof(pk_check) +
-           (uint64_t)c->prog.cap * sizeof(pk_aop) + c->map_bytes;
+    return sizeof(pk_code) + (uint64_t)c->t.cap * sizeof(pk_block) + (uint64_t)c->checks_cap * sizeof(pk_check) +
+           (uint64_t)c->t.prog.cap * sizeof(pk_aop) + c->map_bytes;
 }
 
-uint32_t pk_code_blocks(const pk_code *c) { return c->used; }
+uint32_t pk_code_blocks(const pk_code *c) { return c->t.used; }
 
 /* ---------------------------------------------------------------- pages holding code */
 

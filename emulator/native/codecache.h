@@ -13,6 +13,7 @@
 #ifndef PK_CODECACHE_H
 #define PK_CODECACHE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "unaligned.h"
@@ -38,11 +39,12 @@ typedef struct { /* 32 bytes: two to a cache line */
     uint32_t trust_tag;   /* with mode 2: the one such loop it lies in (idle.c), or 0 */
 } pk_block;
 
-/* One alignment check: address = reg a + reg b + off at block entry (-1: no register). */
+/* One alignment check: address = reg a + reg b + off at block entry (-1: no register;
+ * never PC, r15: such an address is an alignment program's). */
 typedef struct {
     int8_t a, b;
     uint8_t mask;
-    uint8_t pad;
+    uint8_t partial; /* 1: an operand known aligned was left out (unaligned.h CHECK_PARTIAL) */
     int32_t off;
     uint32_t pc; /* address of the accessing instruction */
 } pk_check;
@@ -79,12 +81,38 @@ int pk_code_written(pk_code *c, uint32_t addr, uint32_t len);
  * index of a writable region whose write watch no longer covers its cached code. */
 const pk_block *pk_code_block(pk_code *c, void *uc, uint32_t start, uint32_t size, int align,
                               pk_block *scratch, int *err, int *watch);
+/* What the block hook reads at nearly every block start, the first member of every
+ * pk_code (public so that the reads below are inline in the hook): the block table
+ * (open addressing by the start's halfword index, linear probing, at most half full),
+ * the register alignment checks, the alignment programs and the memory they read. */
+typedef struct {
+    pk_block *table;
+    uint32_t cap, used;
+    pk_check *checks;
+    pk_aprog prog;  /* alignment programs of the blocks that need one (unaligned.h) */
+    pk_amap memory; /* guest memory the programs read */
+} pk_code_table;
+
 /* The cached block [start, start + size), or NULL: nothing decoded, nothing changed. */
-PK_INTERNAL const pk_block *pk_code_hit(const pk_code *c, uint32_t start, uint32_t size);
-const pk_check *pk_code_checks(const pk_code *c, const pk_block *b);
-/* A block's alignment program (b->program set), and the memory programs read. */
-PK_INTERNAL const pk_aop *pk_code_program(const pk_code *c, const pk_block *b);
-PK_INTERNAL pk_amap *pk_code_memory(pk_code *c);
+static inline const pk_block *pk_code_hit(const pk_code *c, uint32_t start, uint32_t size) {
+    const pk_code_table *t = (const pk_code_table *)(const void *)c;
+    uint32_t mask = t->cap - 1, i = (start >> 1) & mask;
+    for (;;) {
+        const pk_block *b = &t->table[i];
+        if (b->start == start) return b->size == size ? b : NULL;
+        if (b->start == PK_NONE) return NULL;
+        i = (i + 1) & mask;
+    }
+}
+/* A block's register alignment checks; its alignment program (b->program set), and the
+ * memory programs read. */
+static inline const pk_check *pk_code_checks(const pk_code *c, const pk_block *b) {
+    return &((const pk_code_table *)(const void *)c)->checks[b->check_first];
+}
+static inline const pk_aop *pk_code_program(const pk_code *c, const pk_block *b) {
+    return &((const pk_code_table *)(const void *)c)->prog.ops[b->check_first];
+}
+static inline pk_amap *pk_code_memory(pk_code *c) { return &((pk_code_table *)(void *)c)->memory; }
 /* Guest memory at [base, base + size) is the host memory at host (RAM and flash, for
  * the alignment programs; never a peripheral). -1 when the table is full. */
 int pk_code_add_memory(pk_code *c, uint32_t base, uint32_t size, const void *host);

@@ -54,7 +54,8 @@ static int cond_holds(uint32_t cond, uint32_t apsr) {
 /* Run a block's alignment program (unaligned.c); 1 if it stopped the run before the block. */
 static int align_program(pk_state *s, void *uc, const pk_block *blk) {
     static const uint32_t stop[4] = {STOP_NONE, STOP_ALIGN, STOP_ALIGN_SPLIT, STOP_SP_WRITE};
-    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr, s->id_msp, s->id_psp};
+    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr,
+                     s->id_msp, s->id_psp, s->regs_ptr};
     uint32_t pc = 0, addr = 0;
     int found = pk_align_run(pk_code_program(s->code, blk), blk->check_n, pk_code_memory(s->code), &regs, &pc, &addr);
     if (found == PK_ALIGN_OK) return 0;
@@ -65,9 +66,15 @@ static int align_program(pk_state *s, void *uc, const pk_block *blk) {
     return 1;
 }
 
-/* Whether a block's alignment program finds nothing to stop for (it changes nothing). */
+/* Whether a block's alignment program finds nothing to stop for (it changes nothing):
+ * a quick one inline (unaligned.h pk_align_quick), with r0-r14 in place. */
 static int program_passes(pk_state *s, void *uc, const pk_block *blk) {
-    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr, s->id_msp, s->id_psp};
+    const pk_aop *ops = pk_code_program(s->code, blk);
+    if ((ops->size & PK_SHAPE_QUICK) && s->regs_ptr &&
+        pk_align_quick(ops, blk->check_n, pk_code_memory(s->code), s->regs_ptr))
+        return 1;
+    pk_aregs regs = {uc, s->reg_read, s->regids, s->apsr_regid, s->id_control, s->id_ipsr,
+                     s->id_msp, s->id_psp, s->regs_ptr};
     uint32_t pc = 0, addr = 0;
     return pk_align_run(pk_code_program(s->code, blk), blk->check_n, pk_code_memory(s->code), &regs, &pc, &addr) ==
            PK_ALIGN_OK;
@@ -90,8 +97,22 @@ static const pk_check *failing_check(pk_state *s, const pk_block *blk, uint32_t 
     return NULL;
 }
 
+/* Whether a block's register alignment checks pass: with r0-r14 in place (the checks
+ * never name PC), every check at once and one branch; failing_check finds which. */
 static int checks_pass(pk_state *s, const pk_block *blk) {
     uint32_t addr;
+    const uint32_t *in = s->regs_ptr;
+    if (in) {
+        const pk_check *c = pk_code_checks(s->code, blk), *end = c + blk->check_n;
+        uint32_t bad = 0;
+        for (; c < end; c++) {
+            uint32_t at = (uint32_t)c->off;
+            if (c->a >= 0) at += in[c->a];
+            if (c->b >= 0) at += in[c->b];
+            bad |= at & c->mask;
+        }
+        if (!bad) return 1;
+    }
     return failing_check(s, blk, &addr) == NULL;
 }
 
@@ -237,9 +258,11 @@ admitted:
             uint32_t addr;
             const pk_check *c = failing_check(s, blk, &addr);
             if (c != NULL) {
-                s->stop_reason = STOP_ALIGN;
+                /* a partial check (an aligned operand left out): the block runs up to
+                 * the access, whose address is then registers the new block received */
+                s->stop_reason = c->partial ? STOP_ALIGN_SPLIT : STOP_ALIGN;
                 s->align_pc = c->pc;
-                s->align_addr = addr;
+                s->align_addr = c->partial ? 0 : addr;
                 s->emu_stop(uc);
                 return;
             }
@@ -279,21 +302,25 @@ admitted:
  * rest (and reports a check that fails). */
 void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     uint32_t a = (uint32_t)address;
-    const pk_block *blk = NULL;
-    if (s->cur_valid && !(s->cur_flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) && s->native_on && !s->irq_check &&
-        !s->fetch_ws && (blk = pk_code_hit(s->code, a, size)) != NULL && blk->mode &&
-        blk->undef_off == PK_NONE && !s->span_hi && s->align_skip_start != a &&
+    /* The lookup first: its loads overlap the tests of the state below, which are
+     * combined without a branch each (at nearly every block they all pass). */
+    const pk_block *blk = pk_code_hit(s->code, a, size);
+    uint32_t flags = s->cur_flags;
+    uint32_t other = (uint32_t)!s->cur_valid | (flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) | (uint32_t)!s->native_on |
+                     s->irq_check | s->fetch_ws | s->span_hi | (uint32_t)(s->align_skip_start == a);
+    if (!other && blk && blk->mode && blk->undef_off == PK_NONE &&
         (blk->mode != 2 || pk_trusted(s, blk->trust_tag))) {
-        uint64_t cycles = s->cycles + s->cur_cost - ((s->cur_flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);
-        if (cycles < s->native_min && cycles < s->deadline && cycles < s->trust_end &&
-            s->trust_end - cycles <= PK_TRUST_CYCLES &&
+        uint64_t cycles = s->cycles + s->cur_cost - ((flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);
+        uint64_t limit = s->native_min < s->deadline ? s->native_min : s->deadline;
+        if (s->trust_end < limit) limit = s->trust_end;
+        if (cycles < limit && s->trust_end - cycles <= PK_TRUST_CYCLES &&
             (blk->program ? program_passes(s, uc, blk) : !blk->check_n || checks_pass(s, blk))) {
             s->cycles = cycles;
             s->insns += s->cur_insns;
             s->blocks += 1;
             s->prev_valid = 1;
             s->prev_end = s->cur_end;
-            s->prev_flags = s->cur_flags;
+            s->prev_flags = flags;
             s->align_skip_start = 0xFFFFFFFFu;
             s->cur_mode = blk->mode;
             s->cur_start = a;

@@ -19,52 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define A_NONE 0xFFFFu
-#define V_CARRY 16
-#define V_ZERO 17
-#define V_FIRST 18
 #define MAX_VALUES 1024 /* values of one cut-down program; more: split at its first check */
 #define MAX_STORES 64   /* stores remembered while a program runs; more: later loads unknown */
 
-enum {
-    A_HEAD,    /* imm: mask of the entry values read (bits 0-16); d: number of values */
-    A_CONST,   /* d = imm */
-    A_UNKNOWN, /* d = a value not known before the block runs */
-    A_ADD,     /* d = a + b + imm */
-    A_SUB,     /* d = a - b - imm */
-    A_RSB,     /* d = imm - a */
-    A_ADC,     /* d = a + b + carry c */
-    A_SBC,     /* d = a - b - (1 - carry c) */
-    A_CADD,    /* d = carry out of a + (b + imm) */
-    A_CSUB,    /* d = carry out of a - (b + imm) (no borrow) */
-    A_CADC,    /* d = carry out of a + b + c */
-    A_CSBC,    /* d = carry out of a + ~b + c */
-    A_CRSB,    /* d = carry out of 0 - a */
-    A_MUL,
-    A_AND,
-    A_ORR,
-    A_EOR,
-    A_BIC,
-    A_MVN,
-    A_LSLI, A_LSRI, A_ASRI,    /* by imm (LSR/ASR: 1-32) */
-    A_CLSLI, A_CLSRI, A_CASRI, /* their carry out */
-    A_LSLR, A_LSRR, A_ASRR, A_RORR,     /* by the low byte of b */
-    A_CLSLR, A_CLSRR, A_CASRR, A_CRORR, /* their carry out (c: the carry before) */
-    A_SXTB, A_SXTH, A_UXTB, A_UXTH, A_REV, A_REV16, A_REVSH,
-    A_LOAD,  /* d = memory at a + b + imm; size: bytes | 0x80 signed */
-    A_STORE, /* memory at a + b + imm = c; size: bytes */
-    A_CHECK, /* fault at pc if a + b + imm has a bit of mask size set */
-    A_SPW,   /* SP is set to a at pc (an instruction of size bytes) */
-    A_MRS,   /* d = MSP (imm 8) or PSP (imm 9); a: SP at this point */
-    A_SPLIT, /* stop before the block: run it up to pc first */
-    A_CHECK_LOAD, /* A_CHECK (mask size - 1), then A_LOAD at the same address */
-    A_CHECK_STORE, /* A_CHECK, then A_STORE */
-    A_NOP,         /* a check an earlier one implies (removed before cutting down) */
-    A_STORE_ANY    /* A_STORE of a value not worked out: a load it overlaps is not known */
-};
-
 #define SIGNED 0x80
-#define SHAPE_LOAD_CHECK 1 /* A_HEAD size: the program is load_then_check's */
+#define SHAPE_LOAD_CHECK 1 /* A_HEAD size bit: the program is load_then_check's */
+/* (A_HEAD size bit PK_SHAPE_QUICK, unaligned.h: the program is pk_align_quick's) */
 
 /* What a register holds while the block is followed: value v plus the constant off.
  * Adding a constant, moving, PUSH/POP and LDM/STM write-back change off only, so the
@@ -424,12 +384,14 @@ static uint32_t min32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 /* Low bits known to be zero: a value whose low bits are zero adds nothing to an
  * address's alignment (an index scaled by LSLS #2 or MULS by 4, a pointer masked by
- * BICS/ANDS), so a check drops it from its operands. Values in program order, from
- * the operations that make them; the entry registers and loaded values: none known. */
+ * BICS/ANDS, SP), so a check drops it from its operands. Values in program order, from
+ * the operations that make them; the entry registers but SP and loaded values: none
+ * known. */
 static void simplify_checks(pk_abuild *b) {
     uint8_t *tz = calloc(b->next, 1);
     if (!tz) return; /* only an optimisation */
     tz[V_ZERO] = 32;
+    tz[13] = 2; /* SP at block entry: the core keeps its bits [1:0] zero */
     for (uint32_t i = 0; i < b->n; i++) {
         pk_aop *o = &b->ops[i];
         uint32_t ta = tz[o->a], tb = tz[o->b], ti = ctz32((uint32_t)o->imm), t = 0;
@@ -448,10 +410,13 @@ static void simplify_checks(pk_abuild *b) {
         case A_SXTH: case A_UXTH: t = min32(ta, 16); break;
         case A_CHECK: {
             uint32_t need = o->size == 3 ? 2 : 1; /* alignment bits the check looks at */
+            uint16_t a = o->a, bb = o->b;
             if (ta >= need) o->a = V_ZERO;
             if (tb >= need) o->b = V_ZERO;
             if (o->a == V_ZERO && o->b == V_ZERO && !((uint32_t)o->imm & o->size))
                 o->op = A_NOP; /* aligned whatever the values */
+            else if (o->a != a || o->b != bb)
+                o->size |= CHECK_PARTIAL; /* (its failure is reported at the access) */
             break;
         }
         default: break;
@@ -459,6 +424,27 @@ static void simplify_checks(pk_abuild *b) {
         if (o->d != A_NONE && o->d < b->next) tz[o->d] = (uint8_t)t;
     }
     free(tz);
+}
+
+/* A value a quick program's operation may read (unaligned.h pk_align_quick): a
+ * register the block received but PC, zero, or one of the program's loads before it. */
+static int quick_operand(uint16_t x, uint16_t next) { return x < 15 || x == V_ZERO || (x >= V_FIRST && x < next); }
+
+/* Whether a cut-down program (n operations, the head first) is a quick one. */
+static int quick_shape(const pk_aop *head, uint32_t n) {
+    uint16_t next = V_FIRST; /* the value the next load yields */
+    if (n < 2 || n > 1 + PK_QUICK_OPS) return 0;
+    for (uint32_t i = 1; i < n; i++) {
+        const pk_aop *o = &head[i];
+        if (o->op == A_LOAD || o->op == A_CHECK_LOAD) {
+            if (o->size != 4 || o->d != next) return 0;
+        } else if (o->op != A_CHECK && o->op != A_STORE && o->op != A_STORE_ANY && o->op != A_CHECK_STORE) {
+            return 0;
+        }
+        if (!quick_operand(o->a, next) || !quick_operand(o->b, next)) return 0;
+        if (o->op == A_LOAD || o->op == A_CHECK_LOAD) next++;
+    }
+    return 1;
 }
 
 /* A check implied by an earlier one: the same registers, and an offset that differs
@@ -471,9 +457,9 @@ static void drop_implied_checks(pk_abuild *b) {
         if (o->op != A_CHECK) continue;
         for (uint32_t j = 0; j < i; j++) {
             const pk_aop *e = &b->ops[j];
-            if (e->op == A_CHECK && e->size >= o->size &&
+            if (e->op == A_CHECK && (e->size & 3) >= (o->size & 3) &&
                 ((e->a == o->a && e->b == o->b) || (e->a == o->b && e->b == o->a)) &&
-                !((uint32_t)(o->imm - e->imm) & o->size)) {
+                !((uint32_t)(o->imm - e->imm) & o->size & 3)) {
                 o->op = A_NOP;
                 break;
             }
@@ -588,7 +574,8 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
                 if (!keep[i]) continue;
                 const pk_aop *o = &b->ops[i], *next = i + 1 < b->n && keep[i + 1] ? &b->ops[i + 1] : NULL;
                 *out = *o;
-                if (o->op == A_CHECK && next && (next->op == A_LOAD || next->op == A_STORE) && next->a == o->a &&
+                if (o->op == A_CHECK && !(o->size & CHECK_PARTIAL) && next &&
+                    (next->op == A_LOAD || next->op == A_STORE) && next->a == o->a &&
                     next->b == o->b && next->imm == o->imm) {
                     /* the access itself: one operation checks and does it */
                     *out = *next;
@@ -606,10 +593,12 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
         }
         head->imm = (int32_t)entry;
         *n = (uint32_t)(out - head);
-        if (*n == 3 && head[1].op == A_CHECK_LOAD && head[2].op == A_CHECK && head[2].a == head[1].d &&
+        if (*n == 3 && head[1].op == A_CHECK_LOAD && head[2].op == A_CHECK && !(head[2].size & CHECK_PARTIAL) &&
+            head[2].a == head[1].d &&
             (head[1].a < 16 || head[1].a == V_ZERO) && (head[1].b < 16 || head[1].b == V_ZERO) &&
             (head[2].b < 16 || head[2].b == V_ZERO))
             head->size = SHAPE_LOAD_CHECK;
+        if (quick_shape(head, *n)) head->size |= PK_SHAPE_QUICK;
         prog->used += *n;
     }
     free(keep);
@@ -617,12 +606,13 @@ int pk_abuild_finish(pk_abuild *b, pk_aprog *prog, uint32_t *first, uint32_t *n)
     return 0;
 }
 
-int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask) {
+int pk_aop_entry_check(const pk_aop *o, int *a, int *b, int32_t *off, uint8_t *mask, int *partial) {
     if (o->op != A_CHECK || (o->a > 15 && o->a != V_ZERO) || (o->b > 15 && o->b != V_ZERO)) return 0;
     *a = o->a == V_ZERO ? -1 : o->a;
     *b = o->b == V_ZERO ? -1 : o->b;
     *off = o->imm;
-    *mask = o->size;
+    *mask = o->size & 3;
+    *partial = (o->size & CHECK_PARTIAL) != 0;
     return 1;
 }
 
@@ -691,7 +681,9 @@ static uint32_t ror32(uint32_t x, uint32_t n) { return n ? (x >> n) | (x << (32 
  * after the block's start, so splitting the block there is exact and makes progress. */
 static uint32_t entry_reg(const pk_aregs *regs, uint16_t r) {
     uint32_t x = 0;
-    if (r != V_ZERO) regs->reg_read(regs->uc, regs->regids[r], &x);
+    if (r == V_ZERO) return 0;
+    if (regs->in_place && r < 15) return regs->in_place[r];
+    regs->reg_read(regs->uc, regs->regids[r], &x);
     return x;
 }
 
@@ -730,7 +722,7 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
     stores_t st;
     int unknown = 0;
     if (!n) return PK_ALIGN_OK;
-    if (ops->size == SHAPE_LOAD_CHECK) return load_then_check(ops, map, regs, pc, addr);
+    if (ops->size & SHAPE_LOAD_CHECK) return load_then_check(ops, map, regs, pc, addr);
     const pk_aop *o = ops, *end = ops + n;
     uint32_t entry = (uint32_t)o->imm;
     v[V_ZERO] = 0;
@@ -740,11 +732,14 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
         v[V_CARRY] = apsr >> 29 & 1;
         entry &= ~(1u << V_CARRY);
     }
-    while (entry) {
-        uint32_t r = (uint32_t)__builtin_ctz(entry), x = 0;
-        regs->reg_read(regs->uc, regs->regids[r], &x);
-        v[r] = x;
-        entry &= entry - 1;
+    if (regs->in_place && !(entry & (1u << 15))) {
+        memcpy(v, regs->in_place, 15 * sizeof(uint32_t)); /* r0-r14 in one copy: fewer steps than the mask's */
+    } else {
+        while (entry) {
+            uint32_t r = (uint32_t)__builtin_ctz(entry);
+            v[r] = entry_reg(regs, (uint16_t)r);
+            entry &= entry - 1;
+        }
     }
     st.n = 0;
     for (o++; o < end; o++) {
@@ -753,11 +748,18 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
          * mispredicted indirect jumps). */
         if (o->op == A_CHECK) {
             uint32_t a = x + y + (uint32_t)o->imm;
-            if (unknown || (a & o->size)) {
+            if (unknown || (a & o->size & 3)) {
+                int split = unknown || (o->size & CHECK_PARTIAL); /* (the address: found at the access) */
                 *pc = o->pc;
-                *addr = unknown ? 0 : a;
-                return unknown ? PK_ALIGN_SPLIT : PK_ALIGN_FAULT;
+                *addr = split ? 0 : a;
+                return split ? PK_ALIGN_SPLIT : PK_ALIGN_FAULT;
             }
+            continue;
+        }
+        if (o->op == A_LOAD && o->size == 4 && !st.n) { /* (a local's value from the stack, most often) */
+            const uint8_t *src = host_at(map, x + y + (uint32_t)o->imm, 4);
+            v[o->d] = src ? host_value(src, 4) : 0;
+            if (!src) unknown = 1;
             continue;
         }
         if (o->op == A_CHECK_LOAD && o->size == 4) {
@@ -854,20 +856,6 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
             st.s[st.n].known = o->op != A_STORE_ANY;
             st.n++;
             continue;
-        case A_CHECK: {
-            uint32_t a = x + y + (uint32_t)o->imm;
-            if (unknown) {
-                *pc = o->pc;
-                *addr = 0;
-                return PK_ALIGN_SPLIT;
-            }
-            if (a & o->size) {
-                *pc = o->pc;
-                *addr = a;
-                return PK_ALIGN_FAULT;
-            }
-            continue;
-        }
         case A_SPW:
             if (unknown || (x & 3)) {
                 *pc = o->pc;
