@@ -54,6 +54,9 @@ for name, spot in (("hot", "kernels_checksum"), ("cold", 0x20003000)):
     while m.run(max_cycles=10**8).watch is not None:
         pass
     out[name] = m._loop.watch.windowed
+out["frees_pending"] = len(m.core.on_free)
+m.core.free()  # what the machine does when it goes
+out["frees_left"] = len(m.core.on_free)
 print(json.dumps(out))
 """
 
@@ -91,3 +94,7 @@ def test_a_watched_page_accessed_every_few_cycles_goes_back_to_memory_hooks(stoc
 
 def test_a_watched_page_seldom_accessed_stays_behind_the_window(stock):
     assert stock["cold"]
+
+
+def test_the_watch_window_is_freed_with_its_machine(stock):
+    assert stock["frees_pending"] == 1 and stock["frees_left"] == 0

@@ -72,6 +72,7 @@ class Core:
         self.mem_hooks: dict[object, tuple[int, int]] = {}  # data memory hooks placed: [lo, hi] by key
         self.mem_hook_listeners: list[Callable[[], None]] = []  # told when mem_hooks changes
         self.code: CodeStore | None = None  # the native code cache (the machine builds it)
+        self.on_free: list[Callable[[], None]] = []  # native memory of the machine's parts, freed with it
 
     def observe(self, kind: int, a: int = 0, b: int = 0, cycle: int | None = None) -> None:
         """An event for the observation API (emulator/core/observe.py); nothing when nothing observes."""
@@ -79,8 +80,12 @@ class Core:
             self.obs.emit(kind, self.cycles if cycle is None else cycle, a, b)
 
     def free(self) -> None:
+        """Release native memory when the machine goes; nothing runs on it after this."""
         if self.state is not None:
             self.lib.pk_free(ctypes.byref(self.state))
+            self.state.wwin = None
+        while self.on_free:
+            self.on_free.pop()()
 
     # ------------------------------------------------------------------ registers
     def rd(self, regid: int) -> int:

@@ -193,6 +193,7 @@ class _Window:
         self.ptr = lib.pk_wwin_new(ctypes.addressof(core.state), WINDOW_BASE, self.page)
         if not self.ptr:
             raise MemoryError("out of host memory for the watch window")
+        core.on_free.append(lambda ptr=self.ptr: lib.pk_wwin_free(ptr))
         size = self.capacity * self.page
         err = _ucmod.uclib.uc_mmio_map(core.uch, ctypes.c_uint64(WINDOW_BASE), ctypes.c_size_t(size),
                                        ctypes.cast(lib.pk_wwin_read, ctypes.c_void_p), ctypes.c_void_p(self.ptr),
