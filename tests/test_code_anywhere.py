@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from stock_util import on_stock_wheel
 
 from pkasim.cli.main import main
 
@@ -159,12 +157,8 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def stock_smc(elf) -> dict:
     script = f"MULS, ADDS1 = {MULS}, {ADDS1}\n" + STOCK_SMC
-    done = subprocess.run([sys.executable, "-c", script, str(elf("anywhere"))],
-                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["engine"] == "stock" and out["by_translation"]
+    out = on_stock_wheel(script, elf("anywhere"))
+    assert out["by_translation"]
     return out
 
 

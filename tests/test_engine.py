@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stock_util import on_stock_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -351,12 +352,7 @@ print(json.dumps({"engine": engine.selected(), "after_run": after_run,
 
 
 def test_the_stock_wheels_registers_read_in_place_are_the_engines_registers(build_dir):
-    done = subprocess.run([sys.executable, "-c", IN_PLACE_RUN, str(build_dir / "kernels.elf")],
-                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got["engine"] == "stock"
+    got = on_stock_wheel(IN_PLACE_RUN, build_dir / "kernels.elf")
     assert got["after_run"][0] == got["after_run"][1] and got["after_write"][0] == got["after_write"][1]
 
 

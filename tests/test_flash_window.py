@@ -5,12 +5,8 @@ once per process, so the stock wheel runs in a child."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+from stock_util import on_stock_wheel
 
 CHILD = r"""
 import dataclasses, io, json, sys
@@ -47,13 +43,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def stock(elf) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(elf("kernels"))],
-                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["engine"] == "stock"
-    return out
+    return on_stock_wheel(CHILD, elf("kernels"))
 
 
 def test_flash_data_reads_take_the_window_and_no_memory_hook_on_the_stock_wheel(stock):

@@ -7,12 +7,8 @@ process, so the stock wheel runs in a child."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+from stock_util import on_stock_wheel
 
 MULS = 0x4340  # muls r0, r0, r0
 
@@ -63,13 +59,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def stock(elf) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(elf("anywhere")), str(MULS), str(elf("kernels"))],
-                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["engine"] == "stock"
-    return out
+    return on_stock_wheel(CHILD, elf("anywhere"), MULS, elf("kernels"))
 
 
 def test_a_watchpoint_on_a_ram_page_without_code_takes_the_window_on_the_stock_wheel(stock):

@@ -1,0 +1,22 @@
+"""Running a script on the stock Unicorn wheel: the engine is chosen once per process,
+so the tests that look at the stock wheel's own paths run a child with
+``PKASIM_ENGINE=stock`` and read what it prints last, a JSON object."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def on_stock_wheel(script: str, *args: object, timeout: float = 300) -> dict:
+    """The JSON object ``script`` prints last, run with ``args`` on the stock wheel;
+    the child's failure or another engine fails the test that asked."""
+    done = subprocess.run([sys.executable, "-c", script, *map(str, args)],
+                          env={**os.environ, "PKASIM_ENGINE": "stock"}, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["engine"] == "stock"
+    return out
