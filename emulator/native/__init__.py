@@ -214,7 +214,7 @@ class PkState(ctypes.Structure):
         ("flash_host", ctypes.c_void_p),
         ("flash_alias", ctypes.c_uint64),
         ("flash_alias_on", ctypes.c_uint32),
-        ("pad_alias", ctypes.c_uint32),
+        ("hflags_on_xpsr", ctypes.c_uint32),
         # watched pages behind a window (watchwindow.c)
         ("wwin", ctypes.c_void_p),
     ]

@@ -48,6 +48,23 @@ static void wr_core(pk_state *s, int r, uint32_t v) {
     else wr(s, s->regids[r], v);
 }
 
+/* Guest memory [addr, addr + n) read from the host memory behind its region (RAM and
+ * flash, mapped from host memory by the bus: what uc_mem_read returns, without its
+ * memory-map walk), else through Unicorn; 0 on success as uc_mem_read. */
+static int mem_rd(pk_state *s, uint32_t addr, void *out, uint32_t n) {
+    if (s->code) {
+        const pk_amap *map = pk_code_memory(s->code);
+        for (uint32_t i = 0; i < map->n; i++) {
+            const pk_amem *m = &map->mem[i];
+            if (m->size >= n && addr - m->base <= m->size - n) {
+                memcpy(out, m->host + (addr - m->base), n);
+                return 0;
+            }
+        }
+    }
+    return s->mem_read(s->uc, addr, out, n);
+}
+
 /* ------------------------------------------------------------------ entry and return */
 
 static int stackable(const pk_state *s, uint32_t addr, uint32_t n) {
@@ -68,7 +85,7 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     uint32_t frame_sp = sp - 32 - (realign ? 4 : 0);
     uint32_t vector = 0, frame[8], exc_return;
     if (!stackable(s, frame_sp, 32)) return -1;
-    if (s->mem_read(s->uc, (uint64_t)s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
+    if (mem_rd(s, s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
     frame[0] = rd_core(s, 0);
     frame[1] = rd_core(s, 1);
     frame[2] = rd_core(s, 2);
@@ -81,9 +98,17 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     pk_code_changed(s, frame_sp, 32); /* a frame stacked over cached code makes it stale */
     wr(s, use_psp ? s->id_psp : s->id_msp, frame_sp);
     exc_return = !thread ? EXC_RETURN_HANDLER : (use_psp ? EXC_RETURN_THREAD_PSP : EXC_RETURN_THREAD_MSP);
-    wr(s, s->id_control, control & ~2u);
-    wr(s, s->id_ipsr, (uint32_t)exc);
-    wr(s, s->regids[13], rd(s, s->id_msp));
+    if (s->hflags_on_xpsr && !(control & 2u)) {
+        /* pkasim's engine (patch 6): CONTROL already has SPSEL clear, so writing it
+         * again would only rebuild the translation flags, which the IPSR write below
+         * rebuilds from the final state anyway; and with SPSEL clear MSP is the current
+         * SP in both modes, so writing MSP back to SP would change nothing. */
+        wr(s, s->id_ipsr, (uint32_t)exc);
+    } else {
+        wr(s, s->id_control, control & ~2u);
+        wr(s, s->id_ipsr, (uint32_t)exc);
+        wr(s, s->regids[13], rd(s, s->id_msp));
+    }
     wr_core(s, 14, exc_return);
     s->nvic->pending &= ~((uint64_t)1 << exc);
     s->nvic->active |= (uint64_t)1 << exc;
@@ -106,7 +131,7 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     to_thread = exc_return != EXC_RETURN_HANDLER;
     use_psp = exc_return == EXC_RETURN_THREAD_PSP;
     sp = rd(s, use_psp ? s->id_psp : s->id_msp);
-    if (!stackable(s, sp, 32) || s->mem_read(s->uc, sp, w, 32) != 0) return -1;
+    if (!stackable(s, sp, 32) || mem_rd(s, sp, w, 32) != 0) return -1;
     if (to_thread && (w[7] & 0x3F)) return -1;        /* Python logs the odd frame */
     if (to_thread && s->sleep_on_exit && !(s->nvic->active & ~((uint64_t)1 << current)))
         return -1;                                    /* sleep-on-exit: Python sleeps */
@@ -115,9 +140,17 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     wr(s, use_psp ? s->id_psp : s->id_msp, new_sp);
     ipsr = to_thread ? 0 : (w[7] & 0x3F);
     wr(s, s->id_xpsr, (w[7] & 0xF0000000u) | (1u << 24) | ipsr);
-    wr(s, s->id_ipsr, ipsr);
     control = rd(s, s->id_control);
-    wr(s, s->id_control, use_psp ? (control | 2u) : (control & ~2u));
+    if (s->hflags_on_xpsr) {
+        /* pkasim's engine (patch 6): the xPSR write has set IPSR to ipsr and rebuilt
+         * the translation flags from it; writing IPSR again, or CONTROL with the value
+         * it holds, would only rebuild them once more from the same state. */
+        uint32_t want = use_psp ? (control | 2u) : (control & ~2u);
+        if (want != control) wr(s, s->id_control, want);
+    } else {
+        wr(s, s->id_ipsr, ipsr);
+        wr(s, s->id_control, use_psp ? (control | 2u) : (control & ~2u));
+    }
     wr(s, s->regids[13], new_sp);
     wr_core(s, 0, w[0]);
     wr_core(s, 1, w[1]);
@@ -153,7 +186,7 @@ void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     (void)size;
     if (!s->native_on) return; /* the WFI halts the engine; the run loop sleeps */
     uint16_t hw = 0;
-    if (s->mem_read(s->uc, address, &hw, 2) != 0 || (hw != 0xBF30 && hw != 0xBF20))
+    if (mem_rd(s, (uint32_t)address, &hw, 2) != 0 || (hw != 0xBF30 && hw != 0xBF20))
         return; /* the code there was rewritten since the hook was placed */
     pk_commit_block(s);
     for (;;) {

@@ -183,7 +183,7 @@ typedef struct {
     const uint8_t *flash_host;  /* the memory behind flash */
     uint64_t flash_alias;       /* the window's base (above 4 GiB) */
     uint32_t flash_alias_on;    /* 1: data reads of flash go through the window */
-    uint32_t pad_alias;
+    uint32_t hflags_on_xpsr;    /* pkasim's engine (patch 6): IPSR/xPSR/CONTROL writes rebuild hflags */
     /* ---- watched pages behind a window (watchwindow.c; the stock wheel) ---- */
     void *wwin;                 /* pk_wwin, or NULL */
 } pk_state;
