@@ -126,16 +126,6 @@ loop:
 ticks: .space 4
 """
 
-LINKER_SCRIPT = """
-MEMORY { FLASH (rx) : ORIGIN = 0, LENGTH = 256K  RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 4K }
-ENTRY(reset)
-SECTIONS
-{
-    .text 0 : { KEEP(*(.vectors)) *(.text*) *(.rodata*) } > FLASH
-    .bss (NOLOAD) : { *(.bss*) } > RAM
-}
-"""
-
 CHILD = r"""
 import io, json, sys
 from pkasim.chip.config import load_config
@@ -155,20 +145,11 @@ print(json.dumps({"engine": engine.selected(), "runs": out}))
 
 @pytest.fixture(scope="module")
 def images(tmp_path_factory) -> dict[str, Path]:
-    cc = U.assembler()
-    if cc is None:
+    if U.assembler() is None:
         pytest.skip("no ARM assembler (pip package ziglang, or arm-none-eabi-gcc)")
     d = tmp_path_factory.mktemp("trust")
-    ld = d / "image.ld"
-    ld.write_text(LINKER_SCRIPT)
-    out = {}
-    for name, source in (("poll", POLL_AFTER_PROGRESS), ("stuck", STUCK_AFTER_PROGRESS), ("counter", COUNTER)):
-        src = d / f"{name}.S"
-        src.write_text(source)
-        elf = d / f"{name}.elf"
-        subprocess.run([*cc, "-nostdlib", "-T", str(ld), str(src), "-o", str(elf)], check=True, capture_output=True)
-        out[name] = elf
-    return out
+    return {name: U.assemble(source, d, name)
+            for name, source in (("poll", POLL_AFTER_PROGRESS), ("stuck", STUCK_AFTER_PROGRESS), ("counter", COUNTER))}
 
 
 def _engine_available() -> bool:

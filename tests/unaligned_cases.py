@@ -482,18 +482,23 @@ def assembler() -> list[str] | None:
         return [gcc, "-mcpu=cortex-m0", "-mthumb"] if gcc else None
 
 
-def build_image(cases: list[Case], directory: Path) -> Path:
-    """Assemble and link the cases into directory/unaligned.elf."""
+def assemble(source: str, directory: Path, name: str) -> Path:
+    """Assemble and link a bare image (LINKER_SCRIPT's map) into directory/name.elf."""
     cc = assembler()
     if cc is None:
         raise RuntimeError("no ARM assembler: neither the ziglang package nor arm-none-eabi-gcc is installed")
-    src = directory / "unaligned.S"
-    src.write_text(image_source(cases))
-    ld = directory / "unaligned.ld"
+    src = directory / f"{name}.S"
+    src.write_text(source)
+    ld = directory / f"{name}.ld"
     ld.write_text(LINKER_SCRIPT)
-    elf = directory / "unaligned.elf"
+    elf = directory / f"{name}.elf"
     subprocess.run([*cc, "-nostdlib", "-T", str(ld), str(src), "-o", str(elf)], check=True, capture_output=True)
     return elf
+
+
+def build_image(cases: list[Case], directory: Path) -> Path:
+    """Assemble and link the cases into directory/unaligned.elf."""
+    return assemble(image_source(cases), directory, "unaligned")
 
 
 def expected_lines(cases: list[Case], access_address: Callable[[Case], int]) -> list[str]:
