@@ -137,6 +137,23 @@ void pk_code_clear(pk_code *c) {
     }
 }
 
+/* Page p of a region's lazily allocated two-level map (*top: npages pointers, each page
+ * `bytes` long), allocated zeroed on first use and counted in map_bytes; NULL when
+ * host memory runs out. */
+static uint8_t *lazy_page(pk_code *c, uint8_t ***top, uint32_t npages, uint32_t p, uint32_t bytes) {
+    if (!*top) {
+        *top = calloc(npages, sizeof(uint8_t *));
+        if (!*top) return NULL;
+        c->map_bytes += (uint64_t)npages * sizeof(uint8_t *);
+    }
+    if (!(*top)[p]) {
+        (*top)[p] = calloc(1, bytes);
+        if (!(*top)[p]) return NULL;
+        c->map_bytes += bytes;
+    }
+    return (*top)[p];
+}
+
 /* Set the bits of [a, end) in the region bitmaps; -1 when a page cannot be allocated. */
 static int mark(pk_code *c, uint32_t a, uint32_t end) {
     a &= ~1u;
@@ -147,19 +164,11 @@ static int mark(pk_code *c, uint32_t a, uint32_t end) {
             continue;
         }
         region_t *g = &c->regions[r];
-        if (!g->pages) {
-            g->pages = calloc(g->npages, sizeof(uint8_t *));
-            if (!g->pages) return -1;
-            c->map_bytes += (uint64_t)g->npages * sizeof(uint8_t *);
-        }
         uint32_t off = a - g->base, p = off >> PAGE_SHIFT;
-        if (!g->pages[p]) {
-            g->pages[p] = calloc(1, PAGE_MAP_BYTES);
-            if (!g->pages[p]) return -1;
-            c->map_bytes += PAGE_MAP_BYTES;
-        }
+        uint8_t *page = lazy_page(c, &g->pages, g->npages, p, PAGE_MAP_BYTES);
+        if (!page) return -1;
         uint32_t h = (off & (PAGE_BYTES - 1)) >> 1;
-        g->pages[p][h >> 3] |= (uint8_t)(1u << (h & 7));
+        page[h >> 3] |= (uint8_t)(1u << (h & 7));
         g->marked = 1;
         if (a < g->need_lo) g->need_lo = a;
         if (a + 2 > g->need_hi) g->need_hi = a + 2;
@@ -211,19 +220,11 @@ static int keep_bytes(pk_code *c, uint32_t a, uint32_t end, const uint8_t *buf) 
         int r = region_of(c, at);
         if (r < 0 || !c->regions[r].writable) continue;
         region_t *g = &c->regions[r];
-        if (!g->shadow) {
-            g->shadow = calloc(g->npages, sizeof(uint8_t *));
-            if (!g->shadow) return -1;
-            c->map_bytes += (uint64_t)g->npages * sizeof(uint8_t *);
-        }
         uint32_t off = at - g->base, p = off >> PAGE_SHIFT;
-        if (!g->shadow[p]) {
-            g->shadow[p] = calloc(1, PAGE_BYTES);
-            if (!g->shadow[p]) return -1;
-            c->map_bytes += PAGE_BYTES;
-        }
+        uint8_t *page = lazy_page(c, &g->shadow, g->npages, p, PAGE_BYTES);
+        if (!page) return -1;
         uint32_t from = at < a ? a : at;
-        for (uint32_t b = from; b < at + 2 && b < end; b++) g->shadow[p][(b - g->base) & (PAGE_BYTES - 1)] = buf[b - a];
+        for (uint32_t b = from; b < at + 2 && b < end; b++) page[(b - g->base) & (PAGE_BYTES - 1)] = buf[b - a];
     }
     return 0;
 }
