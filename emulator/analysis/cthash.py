@@ -19,7 +19,6 @@ from enum import IntEnum
 
 from unicorn import UC_HOOK_BLOCK, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
 from unicorn import arm_const as A
-from unicorn.unicorn_py3 import unicorn as _ucmod
 
 from pkasim import native
 from pkasim.base.errors import PkasimError
@@ -187,9 +186,7 @@ class CtHash:
             return
         core = self.machine.core
         for handle in self._hooks:
-            _ucmod.uclib.uc_hook_del(core.uch, handle)
-            if handle in core._native_hooks:
-                core._native_hooks.remove(handle)
+            core.remove_native_hook(handle)
         core.memory_hook_placed(self, False)
         if core.obs is not None:
             self._lib.pk_obs_set_ext(core.obs.ptr, None, None)

@@ -160,6 +160,12 @@ class Core:
         self._native_hooks.append(handle)
         return handle
 
+    def remove_native_hook(self, handle: ctypes.c_size_t) -> None:
+        """Delete a hook ``add_native_hook`` installed (its handle as returned)."""
+        _ucmod.uclib.uc_hook_del(self.uch, handle)
+        if handle in self._native_hooks:
+            self._native_hooks.remove(handle)
+
     def drop_block(self) -> None:
         """Forget the executing block's record (it will not be committed): not valid,
         and its cost and instructions 0, since on pkasim's engine the generated code

@@ -69,9 +69,7 @@ class FlashReads:
             return
         if window:
             if self._hook is not None:
-                _ucmod.uclib.uc_hook_del(core.uch, self._hook)
-                if self._hook in core._native_hooks:
-                    core._native_hooks.remove(self._hook)
+                core.remove_native_hook(self._hook)
                 self._hook = None
             s.flash_alias_on = 1
             core.flush_tlb()

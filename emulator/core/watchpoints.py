@@ -382,9 +382,7 @@ class Watchpoints:
                 self.core.flush_tlb()
             for w, hooks in self._hooks.items():
                 for h in hooks[1:]:
-                    _ucmod.uclib.uc_hook_del(self.core.uch, h)
-                    if h in self.core._native_hooks:
-                        self.core._native_hooks.remove(h)
+                    self.core.remove_native_hook(h)
                 del hooks[1:]
                 self.core.memory_hook_placed(w, False)
         finally:

@@ -14,7 +14,6 @@ import ctypes
 
 import numpy as np
 from unicorn import UC_HOOK_CODE
-from unicorn.unicorn_py3 import unicorn as _ucmod
 
 from pkasim.chip.power import CPU_CLASSES, CPU_TERMS, PowerConfig
 from pkasim.core.machine import Machine
@@ -77,9 +76,7 @@ class CpuLeakage:
         if not self.ptr:
             return
         core = self.machine.core
-        _ucmod.uclib.uc_hook_del(core.uch, self._hook)
-        if self._hook in core._native_hooks:
-            core._native_hooks.remove(self._hook)
+        core.remove_native_hook(self._hook)
         core.uc.ctl_flush_tb()
         self._lib.pk_leak_free(self.ptr)
         self.ptr = ctypes.c_void_p()
