@@ -271,10 +271,8 @@ class Watchpoints:
         # A native hook (cyclehook.c pk_watch_hook) calls _hook, except for an access
         # below the range in a block without LDM/STM/PUSH/POP.
         data = _WatchHook(ctypes.addressof(self.core.state), ctypes.cast(self._py_hook, ctypes.c_void_p), address)
-        self._uninstall()
         self._hooks[w] = [data]
-        self._install()
-        self.core.uc.ctl_flush_tb()  # code translated before the hook would neither stop nor sync PC for it
+        self._reinstall()
         return w
 
     def remove(self, address: int, size: int, kind: str) -> bool:
@@ -285,7 +283,7 @@ class Watchpoints:
         self._uninstall()
         del self._hooks[Watchpoint(address, size, kind)]
         self._install()
-        self.core.uc.ctl_flush_tb()
+        self.core.uc.ctl_flush_tb()  # code translated with its hook would still stop for it
         return True
 
     @property
@@ -299,17 +297,13 @@ class Watchpoints:
         as they are watched."""
         if self._windowed and self._window.core.lib.pk_wwin_hot(self._window.ptr):
             self._hot_pages |= set(self._window.pages)
-            self._uninstall()
-            self._install()
-            self.core.uc.ctl_flush_tb()
+            self._reinstall()
 
     def code_fetched(self) -> None:
         """Code was fetched from a watched page behind the window (a STOP_WATCH with
         WINDOW_CODE): a store there must drop translated code, which only the engine's
         own RAM path does, so the watchpoints go back to memory hooks."""
-        self._uninstall()
-        self._install()
-        self.core.uc.ctl_flush_tb()
+        self._reinstall()
 
     def _bounds(self, w: Watchpoint) -> tuple[int, int]:
         """The accesses a watchpoint's hook sees: those starting in [lo, hi]."""
@@ -371,6 +365,13 @@ class Watchpoints:
         finally:
             self._deciding = False
 
+    def _reinstall(self) -> None:
+        """Place the watchpoints again, as they are now; code translated before would
+        neither stop nor sync PC for a new hook, so it goes."""
+        self._uninstall()
+        self._install()
+        self.core.uc.ctl_flush_tb()
+
     def _uninstall(self) -> None:
         if self._deciding:
             return
@@ -393,9 +394,7 @@ class Watchpoints:
         if self._deciding or not self._hooks:
             return
         if self._windowed != (self._window_pages() is not None):
-            self._uninstall()
-            self._install()
-            self.core.uc.ctl_flush_tb()
+            self._reinstall()
 
     def take(self) -> WatchHit | None:
         hit, self.hit = self.hit, None
