@@ -117,7 +117,8 @@ class Machine:
             fn = _ucmod.uclib.uc_pkasim_arm_regs  # r0-r14 read in place by the native hooks (patch 14)
             fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
             s.regs_ptr = fn(core.uch)
-            s.hflags_on_xpsr = 1  # the exception entry and return skip writes that only rebuild hflags
+            s.m_read = ctypes.cast(_ucmod.uclib.uc_arm_m_exc_read, ctypes.c_void_p).value  # patch 25: the
+            s.m_write = ctypes.cast(_ucmod.uclib.uc_arm_m_exc_write, ctypes.c_void_p).value  # exception registers at once
             s.align_enabled = 0  # the engine faults on unaligned accesses itself (ARMv6-M)
         else:
             s.regs_ptr = stockregs.find(core.uch)  # r0-r14 read in place where found (else through Unicorn)

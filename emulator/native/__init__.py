@@ -214,9 +214,12 @@ class PkState(ctypes.Structure):
         ("flash_host", ctypes.c_void_p),
         ("flash_alias", ctypes.c_uint64),
         ("flash_alias_on", ctypes.c_uint32),
-        ("hflags_on_xpsr", ctypes.c_uint32),
+        ("pad_alias", ctypes.c_uint32),
         # watched pages behind a window (watchwindow.c)
         ("wwin", ctypes.c_void_p),
+        # the M-profile exception registers in one call (engine patch 25; NULL on the stock wheel)
+        ("m_read", ctypes.c_void_p),
+        ("m_write", ctypes.c_void_p),
     ]
 
 

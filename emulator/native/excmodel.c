@@ -14,6 +14,11 @@
  *   pk_return (pk_intr_hook)         exceptions.py ExceptionModel.exception_return (B1.5.8)
  *   pk_wfi_hook                      runloop.py RunLoop._sleep_until (B1.5.17)
  *
+ * On pkasim's engine entry and return read the special registers (xPSR, CONTROL, MSP,
+ * PSP, PC) in one call and write the state after them in one (engine patch 25: one
+ * rebuild of the translation flags, no uc_reg_write per register); on the stock wheel
+ * they go register by register, in the order that places SP right.
+ *
  * tests/test_native_core.py runs every firmware image both ways (native_on = 0 sends
  * everything through Python) and checks identical cycles, instructions and results.
  */
@@ -73,8 +78,61 @@ static int stackable(const pk_state *s, uint32_t addr, uint32_t n) {
     return 0;
 }
 
+/* The exception frame: r0-r3, r12, LR, the return address and xPSR (its bit 9: the
+ * stack was realigned). */
+static void frame_of(pk_state *s, uint32_t frame[8], uint32_t return_pc, uint32_t xpsr, uint32_t realign) {
+    frame[0] = rd_core(s, 0);
+    frame[1] = rd_core(s, 1);
+    frame[2] = rd_core(s, 2);
+    frame[3] = rd_core(s, 3);
+    frame[4] = rd_core(s, 12);
+    frame[5] = rd_core(s, 14);
+    frame[6] = return_pc & ~1u;
+    frame[7] = (xpsr & ~(1u << 9)) | (realign ? 1u << 9 : 0) | (1u << 24);
+}
+
+/* What entry does after the registers are set, PC last; shared by both paths. */
+static void entered(pk_state *s, int exc, uint32_t vector) {
+    s->nvic->pending &= ~((uint64_t)1 << exc);
+    s->nvic->active |= (uint64_t)1 << exc;
+    s->taken[exc] += 1;
+    if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_ENTRY, s->cycles, (uint32_t)exc, vector);
+    s->cycles += s->entry_cycles;
+    s->prev_valid = 0;
+}
+
+/* Exception entry on pkasim's engine (patch 25): the special registers read in one
+ * call and the state after the entry (IPSR, CONTROL.SPSEL clear, the stacked SP, PC
+ * at the vector) written in one, with one rebuild of the translation flags: the
+ * same state the register-by-register path below leaves. */
+static int take_m(pk_state *s, int exc, uint32_t return_pc) {
+    pk_mexc m;
+    uint32_t vector = 0, frame[8];
+    if (s->m_read(s->uc, &m) != 0) return -1;
+    int thread = (m.xpsr & 0x3F) == 0;
+    int use_psp = thread && (m.control & 2);
+    uint32_t sp = use_psp ? m.psp : m.msp;
+    uint32_t realign = sp & 4;
+    uint32_t frame_sp = sp - 32 - (realign ? 4 : 0);
+    if (!stackable(s, frame_sp, 32)) return -1;
+    if (mem_rd(s, s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
+    frame_of(s, frame, return_pc, m.xpsr, realign);
+    s->mem_write(s->uc, frame_sp, frame, 32);
+    pk_code_changed(s, frame_sp, 32); /* a frame stacked over cached code makes it stale */
+    if (use_psp) m.psp = frame_sp;
+    else m.msp = frame_sp;
+    m.control &= ~2u;
+    m.xpsr = (m.xpsr & ~0x1FFu) | (uint32_t)exc;
+    m.pc = vector | 1;
+    wr_core(s, 14, !thread ? EXC_RETURN_HANDLER : (use_psp ? EXC_RETURN_THREAD_PSP : EXC_RETURN_THREAD_MSP));
+    entered(s, exc, vector);
+    s->m_write(s->uc, &m); /* last: the engine restarts at the vector */
+    return 0;
+}
+
 /* Exception entry; -1 (nothing changed) when Python must do it and report a fault. */
 int pk_take(pk_state *s, int exc, uint32_t return_pc) {
+    if (s->m_write) return take_m(s, exc, return_pc);
     uint32_t current = rd(s, s->id_ipsr) & 0x3F;
     int thread = current == 0;
     uint32_t control = rd(s, s->id_control);
@@ -86,72 +144,23 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     uint32_t vector = 0, frame[8], exc_return;
     if (!stackable(s, frame_sp, 32)) return -1;
     if (mem_rd(s, s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
-    frame[0] = rd_core(s, 0);
-    frame[1] = rd_core(s, 1);
-    frame[2] = rd_core(s, 2);
-    frame[3] = rd_core(s, 3);
-    frame[4] = rd_core(s, 12);
-    frame[5] = rd_core(s, 14);
-    frame[6] = return_pc & ~1u;
-    frame[7] = (xpsr & ~(1u << 9)) | (realign ? 1u << 9 : 0) | (1u << 24);
+    frame_of(s, frame, return_pc, xpsr, realign);
     s->mem_write(s->uc, frame_sp, frame, 32);
     pk_code_changed(s, frame_sp, 32); /* a frame stacked over cached code makes it stale */
     wr(s, use_psp ? s->id_psp : s->id_msp, frame_sp);
     exc_return = !thread ? EXC_RETURN_HANDLER : (use_psp ? EXC_RETURN_THREAD_PSP : EXC_RETURN_THREAD_MSP);
-    if (s->hflags_on_xpsr && !(control & 2u)) {
-        /* pkasim's engine (patch 6): CONTROL already has SPSEL clear, so writing it
-         * again would only rebuild the translation flags, which the IPSR write below
-         * rebuilds from the final state anyway; and with SPSEL clear MSP is the current
-         * SP in both modes, so writing MSP back to SP would change nothing. */
-        wr(s, s->id_ipsr, (uint32_t)exc);
-    } else {
-        wr(s, s->id_control, control & ~2u);
-        wr(s, s->id_ipsr, (uint32_t)exc);
-        wr(s, s->regids[13], rd(s, s->id_msp));
-    }
+    wr(s, s->id_control, control & ~2u);
+    wr(s, s->id_ipsr, (uint32_t)exc);
+    wr(s, s->regids[13], rd(s, s->id_msp));
     wr_core(s, 14, exc_return);
-    s->nvic->pending &= ~((uint64_t)1 << exc);
-    s->nvic->active |= (uint64_t)1 << exc;
-    s->taken[exc] += 1;
-    if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_ENTRY, s->cycles, (uint32_t)exc, vector);
-    s->cycles += s->entry_cycles;
-    s->prev_valid = 0;
+    entered(s, exc, vector);
     wr(s, s->regids[15], vector | 1); /* last: the engine restarts at the vector */
     return 0;
 }
 
-/* Exception return; -1 (nothing changed) when Python must do it. */
-static int pk_return(pk_state *s, uint32_t exc_return) {
-    uint32_t current = rd(s, s->id_ipsr) & 0x3F;
-    uint32_t w[8], sp, new_sp, ipsr, control;
-    int to_thread, use_psp;
-    if ((exc_return != EXC_RETURN_HANDLER && exc_return != EXC_RETURN_THREAD_MSP &&
-         exc_return != EXC_RETURN_THREAD_PSP) || current == 0)
-        return -1;
-    to_thread = exc_return != EXC_RETURN_HANDLER;
-    use_psp = exc_return == EXC_RETURN_THREAD_PSP;
-    sp = rd(s, use_psp ? s->id_psp : s->id_msp);
-    if (!stackable(s, sp, 32) || mem_rd(s, sp, w, 32) != 0) return -1;
-    if (to_thread && (w[7] & 0x3F)) return -1;        /* Python logs the odd frame */
-    if (to_thread && s->sleep_on_exit && !(s->nvic->active & ~((uint64_t)1 << current)))
-        return -1;                                    /* sleep-on-exit: Python sleeps */
-    s->nvic->active &= ~((uint64_t)1 << current);
-    new_sp = sp + 32 + ((w[7] & (1u << 9)) ? 4 : 0);
-    wr(s, use_psp ? s->id_psp : s->id_msp, new_sp);
-    ipsr = to_thread ? 0 : (w[7] & 0x3F);
-    wr(s, s->id_xpsr, (w[7] & 0xF0000000u) | (1u << 24) | ipsr);
-    control = rd(s, s->id_control);
-    if (s->hflags_on_xpsr) {
-        /* pkasim's engine (patch 6): the xPSR write has set IPSR to ipsr and rebuilt
-         * the translation flags from it; writing IPSR again, or CONTROL with the value
-         * it holds, would only rebuild them once more from the same state. */
-        uint32_t want = use_psp ? (control | 2u) : (control & ~2u);
-        if (want != control) wr(s, s->id_control, want);
-    } else {
-        wr(s, s->id_ipsr, ipsr);
-        wr(s, s->id_control, use_psp ? (control | 2u) : (control & ~2u));
-    }
-    wr(s, s->regids[13], new_sp);
+/* The frame's r0-r3, r12 and LR back, and what a return does besides the registers;
+ * shared by both paths. */
+static void returned(pk_state *s, const uint32_t w[8], uint32_t current) {
     wr_core(s, 0, w[0]);
     wr_core(s, 1, w[1]);
     wr_core(s, 2, w[2]);
@@ -163,6 +172,66 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     s->prev_valid = 0;
     s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
     pk_counted_wake(s);
+}
+
+/* Whether a return with this EXC_RETURN from exception `current` can be done here,
+ * from the frame at sp (read into w); 0 when Python must do it. */
+static int returnable(pk_state *s, uint32_t exc_return, uint32_t current, uint32_t sp, uint32_t w[8]) {
+    int to_thread = exc_return != EXC_RETURN_HANDLER;
+    if (!stackable(s, sp, 32) || mem_rd(s, sp, w, 32) != 0) return 0;
+    if (to_thread && (w[7] & 0x3F)) return 0;         /* Python logs the odd frame */
+    if (to_thread && s->sleep_on_exit && !(s->nvic->active & ~((uint64_t)1 << current)))
+        return 0;                                     /* sleep-on-exit: Python sleeps */
+    return 1;
+}
+
+static int exc_return_known(uint32_t exc_return, uint32_t current) {
+    return (exc_return == EXC_RETURN_HANDLER || exc_return == EXC_RETURN_THREAD_MSP ||
+            exc_return == EXC_RETURN_THREAD_PSP) && current != 0;
+}
+
+/* Exception return on pkasim's engine (patch 25), from the registers read at the
+ * hook (m): the state after it (xPSR from the frame, CONTROL.SPSEL, the unstacked
+ * SP, PC at the return address) written in one call, as take_m. */
+static int return_m(pk_state *s, pk_mexc *m, uint32_t exc_return) {
+    uint32_t current = m->xpsr & 0x3F, w[8];
+    if (!exc_return_known(exc_return, current)) return -1;
+    int to_thread = exc_return != EXC_RETURN_HANDLER;
+    int use_psp = exc_return == EXC_RETURN_THREAD_PSP;
+    uint32_t sp = use_psp ? m->psp : m->msp;
+    if (!returnable(s, exc_return, current, sp, w)) return -1;
+    s->nvic->active &= ~((uint64_t)1 << current);
+    uint32_t new_sp = sp + 32 + ((w[7] & (1u << 9)) ? 4 : 0);
+    if (use_psp) m->psp = new_sp;
+    else m->msp = new_sp;
+    m->xpsr = (w[7] & 0xF0000000u) | (1u << 24) | (to_thread ? 0 : (w[7] & 0x3F));
+    m->control = use_psp ? (m->control | 2u) : (m->control & ~2u);
+    m->pc = w[6] | 1;
+    returned(s, w, current);
+    s->m_write(s->uc, m); /* last: the engine goes on at the return address */
+    return 0;
+}
+
+/* Exception return; -1 (nothing changed) when Python must do it. */
+static int pk_return(pk_state *s, uint32_t exc_return) {
+    uint32_t current = rd(s, s->id_ipsr) & 0x3F;
+    uint32_t w[8], sp, new_sp, ipsr, control;
+    int to_thread, use_psp;
+    if (!exc_return_known(exc_return, current)) return -1;
+    to_thread = exc_return != EXC_RETURN_HANDLER;
+    use_psp = exc_return == EXC_RETURN_THREAD_PSP;
+    sp = rd(s, use_psp ? s->id_psp : s->id_msp);
+    if (!returnable(s, exc_return, current, sp, w)) return -1;
+    s->nvic->active &= ~((uint64_t)1 << current);
+    new_sp = sp + 32 + ((w[7] & (1u << 9)) ? 4 : 0);
+    wr(s, use_psp ? s->id_psp : s->id_msp, new_sp);
+    ipsr = to_thread ? 0 : (w[7] & 0x3F);
+    wr(s, s->id_xpsr, (w[7] & 0xF0000000u) | (1u << 24) | ipsr);
+    control = rd(s, s->id_control);
+    wr(s, s->id_ipsr, ipsr);
+    wr(s, s->id_control, use_psp ? (control | 2u) : (control & ~2u));
+    wr(s, s->regids[13], new_sp);
+    returned(s, w, current);
     wr(s, s->regids[15], w[6] | 1);
     return 0;
 }
@@ -171,9 +240,17 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
 void pk_intr_hook(void *uc, uint32_t intno, pk_state *s) {
     (void)uc;
     if (intno == 8 && s->native_on) {
-        uint32_t pc = rd(s, s->regids[15]) | 1;
-        pk_commit_block(s);
-        if (pk_return(s, pc) == 0) return;
+        pk_mexc m;
+        if (s->m_read) {
+            if (s->m_read(s->uc, &m) == 0) {
+                pk_commit_block(s);
+                if (return_m(s, &m, m.pc | 1) == 0) return;
+            }
+        } else {
+            uint32_t pc = rd(s, s->regids[15]) | 1;
+            pk_commit_block(s);
+            if (pk_return(s, pc) == 0) return;
+        }
     }
     s->py_intr(intno);
 }

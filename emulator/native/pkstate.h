@@ -28,6 +28,12 @@ typedef int (*pk_reg_write_fn)(void *uc, int regid, const void *value);
 typedef int (*pk_mem_read_fn)(void *uc, uint64_t address, void *bytes, size_t size);
 typedef int (*pk_mem_write_fn)(void *uc, uint64_t address, const void *bytes, size_t size);
 typedef void (*pk_py_intr_fn)(uint32_t intno);
+/* pkasim's engine (patch 25): the M-profile registers an exception entry or return
+ * reads and writes, in one call each (Unicorn's uc_arm_m_exc, field for field) */
+typedef struct {
+    uint32_t xpsr, control, primask, msp, psp, pc;
+} pk_mexc;
+typedef int (*pk_mexc_fn)(void *uc, pk_mexc *regs);
 
 /* A device with native timed events (peripherals/{pka,systick}_fast.c): its state record and the
  * two functions the core calls at block boundaries. The machine fills the table from
@@ -183,9 +189,12 @@ typedef struct {
     const uint8_t *flash_host;  /* the memory behind flash */
     uint64_t flash_alias;       /* the window's base (above 4 GiB) */
     uint32_t flash_alias_on;    /* 1: data reads of flash go through the window */
-    uint32_t hflags_on_xpsr;    /* pkasim's engine (patch 6): IPSR/xPSR/CONTROL writes rebuild hflags */
+    uint32_t pad_alias;
     /* ---- watched pages behind a window (watchwindow.c; the stock wheel) ---- */
     void *wwin;                 /* pk_wwin, or NULL */
+    /* ---- pkasim's engine (patch 25): exception entry and return set xPSR, CONTROL,
+     * MSP, PSP and PC in one call (one hflags rebuild); NULL: register by register ---- */
+    pk_mexc_fn m_read, m_write;
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
