@@ -347,7 +347,7 @@ void pk_counted_wake(pk_state *s) { s->limit = s->limit_inline = 0; }
  * paths, an observer), when an exception may have become takeable, and after a
  * block that can change what is takeable. (The blocks the idle check follows call
  * the hook by their mode, UC_BLOCK_SPAN.) */
-static void counted_limit(pk_state *s) {
+void pk_counted_limit(pk_state *s) {
     uint64_t lim = s->deadline;
     if (s->native_min < lim) lim = s->native_min;
     if (s->trust_end < lim) lim = s->trust_end; /* the trust epoch's end (idle.c) */
@@ -361,7 +361,7 @@ static void counted_limit(pk_state *s) {
 
 void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     block_start(uc, (uint32_t)address, size, s, 1, NULL);
-    counted_limit(s);
+    pk_counted_limit(s);
 }
 
 /* Unicorn's uc_block_cost (the engine's patch 5). */

@@ -158,6 +158,24 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     return 0;
 }
 
+/* After a wake-up from WFI or an exception return, the next block start looks for an
+ * exception to take (the interrupt that woke the core, a tail-chained one: ARMv6-M
+ * B1.5.4, B1.5.17). Neither the NVIC's state nor PRIMASK can change before that block
+ * starts, so whether one is takeable is known now. In counted mode, when none is, the
+ * look is left out and the limit set to what the hook would leave at that block start
+ * (pk_counted_limit): the engine's generated code runs the block without the hook
+ * unless the deadline, a device event or a span asks for it, as it would after the
+ * hook had looked and found nothing (2 of the 5 hook calls of a PKA operation). */
+static void look_again(pk_state *s, uint32_t primask) {
+    if (s->counted && pk_next_to_take(s->nvic, (int)(primask & 1)) < 0) {
+        s->irq_check = 0;
+        pk_counted_limit(s);
+        return;
+    }
+    s->irq_check = 1;
+    pk_counted_wake(s);
+}
+
 /* The frame's r0-r3, r12 and LR back, and what a return does besides the registers;
  * shared by both paths. */
 static void returned(pk_state *s, const uint32_t w[8], uint32_t current) {
@@ -170,8 +188,6 @@ static void returned(pk_state *s, const uint32_t w[8], uint32_t current) {
     s->cycles += s->return_cycles;
     if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_RETURN, s->cycles, current, 0);
     s->prev_valid = 0;
-    s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
-    pk_counted_wake(s);
 }
 
 /* Whether a return with this EXC_RETURN from exception `current` can be done here,
@@ -208,6 +224,7 @@ static int return_m(pk_state *s, pk_mexc *m, uint32_t exc_return) {
     m->control = use_psp ? (m->control | 2u) : (m->control & ~2u);
     m->pc = w[6] | 1;
     returned(s, w, current);
+    look_again(s, m->primask); /* tail-chaining */
     s->m_write(s->uc, m); /* last: the engine goes on at the return address */
     return 0;
 }
@@ -232,6 +249,8 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     wr(s, s->id_control, use_psp ? (control | 2u) : (control & ~2u));
     wr(s, s->regids[13], new_sp);
     returned(s, w, current);
+    s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
+    pk_counted_wake(s);
     wr(s, s->regids[15], w[6] | 1);
     return 0;
 }
@@ -268,8 +287,13 @@ void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     pk_commit_block(s);
     for (;;) {
         if (pk_would_wake(s->nvic)) {
-            s->irq_check = 1;
-            pk_counted_wake(s);
+            if (s->counted) {
+                uint32_t primask = rd(s, s->id_primask);
+                look_again(s, primask);
+            } else {
+                s->irq_check = 1;
+                pk_counted_wake(s);
+            }
             wr(s, s->regids[15], (uint32_t)address + 2 + 1); /* WFI done: go on after it */
             return;
         }

@@ -162,7 +162,7 @@ typedef struct {
      * at a block start where cycles >= limit, or where the block asks for it ---- */
     uint64_t limit;             /* 0: the next block start calls the hook */
     uint64_t limit_inline;      /* limit, or 0 while a span is set: the quick test of the blocks
-                                 * that need no other (engine patch 19; counted_limit keeps it) */
+                                 * that need no other (engine patch 19; pk_counted_limit keeps it) */
     uint32_t span_lo, span_hi;  /* a loop decided not idle: its blocks need no hook */
     uint32_t counted;           /* the engine keeps the accounting (else pk_block_hook) */
     uint32_t cur_mode;          /* the current block's code cache mode (counted mode) */
@@ -229,6 +229,7 @@ void pk_native_changed(pk_state *s);
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* cyclehook.c, counted mode */
 void pk_counted_wake(pk_state *s);
+void pk_counted_limit(pk_state *s);
 /* flashalias.c: the TLB entry of a flash page, when data reads go through the alias */
 int pk_flash_alias_fill(pk_state *s, uint32_t page, int type, uint64_t *paddr, uint32_t *perms);
 /* watchwindow.c: the TLB entry of a watched page, when it lies behind the window */
