@@ -341,6 +341,16 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
  * device event moved, the deadline came closer): call the hook at the next block. */
 void pk_counted_wake(pk_state *s) { s->limit = s->limit_inline = 0; }
 
+/* A native device's next event moved earlier, to ``at``, and nothing else the hook
+ * decides on changed: the limit counted_limit would now make (it takes the least of
+ * the deadline, native_min and the trust epoch's end) is the one it made, or ``at``.
+ * Lowering it here spares a hook call at the next block start, which would find
+ * nothing to do there. */
+void pk_counted_soon(pk_state *s, uint64_t at) {
+    if (at < s->limit) s->limit = at;
+    if (at < s->limit_inline) s->limit_inline = at;
+}
+
 /* The cycle count at which the generated code must call the hook again, or 0 for the
  * next block: the deadline, a native device's next event or the end of the trust
  * epoch (idle.c); at once while anything must be looked at per block (no native
