@@ -211,9 +211,194 @@ static int montmul64(uint32_t *r, const uint32_t *a32, const uint32_t *b32, cons
     return 0;
 }
 
+/* ------------------------------------------------------------------ AVX-512 IFMA */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_IFMA_PATH 1
+#include <immintrin.h>
+
+#define MASK52 ((UINT64_C(1) << 52) - 1)
+#ifndef IFMA_MIN_WORDS
+#define IFMA_MIN_WORDS 33 /* above 1024 bits: at 1024 the two are even, below the 64-bit rows win */
+#endif
+#define IFMA_MAX_VEC ((32 * MAX_WORDS + 51) / 52 / 8 + 1)
+
+static int have_ifma(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512ifma");
+    }
+    return known;
+}
+
+/* w words as 52-bit digits (two digits are 13 bytes), zero up to 8 nv + 1 digits. */
+static void to_digits(uint64_t *d, const uint32_t *x, uint32_t w, uint32_t digits, uint32_t nv) {
+    uint8_t bytes[4 * MAX_WORDS + 16];
+    uint32_t i = 0;
+    memcpy(bytes, x, 4u * w);
+    memset(bytes + 4u * w, 0, 16);
+    for (const uint8_t *q = bytes; i + 1 < digits; i += 2, q += 13) {
+        uint64_t lo, hi;
+        memcpy(&lo, q, 8);
+        memcpy(&hi, q + 6, 8);
+        d[i] = lo & MASK52;
+        d[i + 1] = (hi >> 4) & MASK52;
+    }
+    if (i < digits) {
+        uint64_t lo;
+        memcpy(&lo, bytes + 13 * (i / 2), 8);
+        d[i++] = lo & MASK52;
+    }
+    for (; i <= 8 * nv; i++) d[i] = 0;
+}
+
+/* The rows of the product on nv vectors of eight 52-bit digits (vpmadd52luq/huq add
+ * the low and high 52 bits of 52x52-bit products into 64-bit lanes, which hold the
+ * carries until the end: each lane takes at most 4 terms below 2^52 a digit, so 64-bit
+ * lanes last 1024 digits). Digit i of b: t += a b_i, m = t k0 mod 2^52, t += m n, and
+ * t, now a multiple of 2^52, moves down one lane (its lane 0's carry into the new lane
+ * 0); then the high halves, which weigh one lane more, land where they belong. The
+ * high halves of a b_i and the low ones of a b_(i+1) do not depend on m: they are
+ * summed aside (u), so that only m's products stand between one m and the next. Then
+ * the last, partial digit (dp bits) when the length is no multiple of 52 bits: its
+ * high halves go to h, one lane up, and the caller shifts the sum right by dp bits. */
+static inline __attribute__((always_inline, target("avx512f,avx512ifma"))) void
+ifma_rows(uint64_t *tout, uint64_t *hout, const uint64_t *ad, const uint64_t *bd, const uint64_t *nd, uint32_t k,
+          uint32_t dp, uint64_t k0, const int nv) {
+    __m512i A[IFMA_MAX_VEC], N[IFMA_MAX_VEC], T[IFMA_MAX_VEC], U[IFMA_MAX_VEC];
+    const __m512i zero = _mm512_setzero_si512();
+    const uint32_t digits = k + (dp != 0);
+    __m512i bi = _mm512_set1_epi64((long long)bd[0]);
+    for (int j = 0; j < nv; j++) {
+        A[j] = _mm512_loadu_si512(ad + 8 * j);
+        N[j] = _mm512_loadu_si512(nd + 8 * j);
+        T[j] = _mm512_madd52lo_epu64(zero, A[j], bi);
+    }
+    const uint64_t n0 = nd[0];
+    for (uint32_t i = 0; i < k; i++) {
+        const __m512i bnext = _mm512_set1_epi64(i + 1 < digits ? (long long)bd[i + 1] : 0);
+        for (int j = 0; j < nv; j++) U[j] = _mm512_madd52lo_epu64(_mm512_madd52hi_epu64(zero, A[j], bi), A[j], bnext);
+        uint64_t t0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(T[0]));
+        uint64_t m = (t0 * k0) & MASK52;
+        const __m512i mv = _mm512_set1_epi64((long long)m);
+        for (int j = 0; j < nv; j++) T[j] = _mm512_madd52lo_epu64(T[j], N[j], mv);
+        uint64_t carry = (t0 + ((n0 * m) & MASK52)) >> 52;
+        for (int j = 0; j + 1 < nv; j++) T[j] = _mm512_alignr_epi64(T[j + 1], T[j], 1);
+        T[nv - 1] = _mm512_alignr_epi64(zero, T[nv - 1], 1);
+        U[0] = _mm512_add_epi64(U[0], _mm512_maskz_set1_epi64(1, (long long)carry));
+        for (int j = 0; j < nv; j++) T[j] = _mm512_madd52hi_epu64(_mm512_add_epi64(T[j], U[j]), N[j], mv);
+        bi = bnext;
+    }
+    __m512i H[IFMA_MAX_VEC];
+    for (int j = 0; j < nv; j++) H[j] = zero;
+    if (dp) { /* t already holds the low halves of a b_k */
+        uint64_t t0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(T[0]));
+        uint64_t m = (t0 * k0) & ((UINT64_C(1) << dp) - 1);
+        const __m512i mv = _mm512_set1_epi64((long long)m);
+        for (int j = 0; j < nv; j++) {
+            T[j] = _mm512_madd52lo_epu64(T[j], N[j], mv);
+            H[j] = _mm512_madd52hi_epu64(_mm512_madd52hi_epu64(zero, A[j], bi), N[j], mv);
+        }
+    }
+    for (int j = 0; j < nv; j++) {
+        _mm512_storeu_si512(tout + 8 * j, T[j]);
+        _mm512_storeu_si512(hout + 8 * j, H[j]);
+    }
+}
+
+#define IFMA_ROWS(NV)                                                                                            \
+    static __attribute__((target("avx512f,avx512ifma"), noinline)) void ifma_rows_##NV(                          \
+        uint64_t *tout, uint64_t *hout, const uint64_t *ad, const uint64_t *bd, const uint64_t *nd, uint32_t k,  \
+        uint32_t dp, uint64_t k0) {                                                                              \
+        ifma_rows(tout, hout, ad, bd, nd, k, dp, k0, NV);                                                        \
+    }
+IFMA_ROWS(1)
+IFMA_ROWS(2)
+IFMA_ROWS(3)
+IFMA_ROWS(4)
+IFMA_ROWS(5)
+IFMA_ROWS(6)
+IFMA_ROWS(7)
+IFMA_ROWS(8)
+IFMA_ROWS(9)
+IFMA_ROWS(10)
+typedef void (*ifma_rows_fn)(uint64_t *, uint64_t *, const uint64_t *, const uint64_t *, const uint64_t *, uint32_t,
+                             uint32_t, uint64_t);
+static const ifma_rows_fn IFMA_BY_NV[IFMA_MAX_VEC + 1] = {0,           ifma_rows_1, ifma_rows_2, ifma_rows_3,
+                                                          ifma_rows_4, ifma_rows_5, ifma_rows_6, ifma_rows_7,
+                                                          ifma_rows_8, ifma_rows_9, ifma_rows_10};
+
+/* The same value as the CIOS and SOS products, (a b + M n) / 2^(32w) with the one
+ * M < 2^(32w) that makes the division exact, on 52-bit digits: the digits of b
+ * (bits = 32w = 52 k + dp) give M's digits m_0..m_(k-1) of 52 bits and a last one of
+ * dp bits, so the sum and when it declines are theirs, bit for bit. */
+static int montmul_ifma(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
+    uint32_t bits = 32 * w, k = bits / 52, dp = bits % 52, digits = k + (dp != 0);
+    uint32_t nv = (digits + 7) / 8;
+    uint64_t ad[8 * IFMA_MAX_VEC + 1], bd[8 * IFMA_MAX_VEC + 1], nd[8 * IFMA_MAX_VEC + 1];
+    uint64_t t[8 * IFMA_MAX_VEC + 1], h[8 * IFMA_MAX_VEC + 1];
+    to_digits(ad, a, w, digits, nv);
+    if (b == a || memcmp(a, b, 4u * w) == 0)
+        memcpy(bd, ad, sizeof(uint64_t) * 8 * nv);
+    else
+        to_digits(bd, b, w, digits, nv);
+    to_digits(nd, n, w, digits, nv);
+    uint64_t k0 = neg_inv64(nd[0]) & MASK52;
+    IFMA_BY_NV[nv](t, h, ad, bd, nd, k, dp, k0);
+    t[8 * nv] = 0;
+    /* carries through, one lane at a time, into 52-bit digits packed two to 13 bytes
+     * (each 8-byte store overlaps the next pair's, written after it); the sum, below
+     * 2^(32w + 1), is then read shifted right by dp bits: w words and the top one */
+    uint8_t packed[(8 * IFMA_MAX_VEC + 2) / 2 * 13 + 16];
+    uint64_t carry = 0;
+    uint8_t *q = packed;
+    for (uint32_t j = 0; j <= 8 * nv; j += 2, q += 13) {
+        uint64_t v0 = t[j] + (j ? h[j - 1] : 0) + carry;
+        uint64_t v1 = (j + 1 <= 8 * nv ? t[j + 1] + h[j] : 0) + (v0 >> 52);
+        carry = v1 >> 52;
+        uint64_t lo = (v0 & MASK52) | v1 << 52, hi = (v1 & MASK52) >> 12;
+        memcpy(q, &lo, 8);
+        memcpy(q + 8, &hi, 8);
+    }
+    uint32_t u[MAX_WORDS + 1];
+    for (uint32_t o = 0; o <= w; o++) {
+        uint64_t v;
+        memcpy(&v, packed + dp / 8 + 4 * o, 8);
+        u[o] = (uint32_t)(v >> (dp % 8));
+    }
+    uint32_t top = u[w];
+    for (int i = 0; i < 4 && geq(u, top, n, w); i++) top -= sub_n(u, n, w);
+    if (geq(u, top, n, w)) return -1;
+    memcpy(r, u, 4u * w);
+    return 0;
+}
+#else
+#define HAVE_IFMA_PATH 0
+#endif
+
+/* 1 (the default): the IFMA rows where the CPU has them, for the lengths where they
+ * win; 2: at every length (tests); 0: never. */
+static int use_ifma = 1;
+
+int pk_montmul_use_ifma(int on) {
+    int was = use_ifma;
+    use_ifma = on;
+#if HAVE_IFMA_PATH
+    return was && have_ifma();
+#else
+    (void)was;
+    return 0;
+#endif
+}
+
 /* r = a * b * 2^(-32w) mod n (CIOS, Koc et al. 1996), fully reduced; -1 when the
  * product is left above 4n (a tiny n under long operands): pka.py reduces those. */
 int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
+#if HAVE_IFMA_PATH
+    if (use_ifma && use_adx && (w >= IFMA_MIN_WORDS || use_ifma == 2) && have_ifma())
+        return montmul_ifma(r, a, b, n, w);
+#endif
     if (w % 2 == 0) return montmul64(r, a, b, n, w);
     uint32_t t[MAX_WORDS + 2];
     uint32_t ninv = neg_inv32(n[0]);
