@@ -250,7 +250,7 @@ static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     p->p_start = now;
     p->done_at = now + p->p_cycles;
     if (p->done_at < p->core->native_min) p->core->native_min = p->done_at;
-    pk_counted_wake(p->core);
+    pk_counted_soon(p->core, p->done_at); /* only the next event moved */
     p->busy = 1;
     p->fast_busy = 1;
     if (p->core->obs) pk_obs_emit(p->core->obs, PK_EV_PKA_START, now, op | words << 8, p->p_cycles);

@@ -8,10 +8,12 @@
  * decoded: a write that touches a set bit means cached code changed, and the whole
  * cache is dropped (self-modifying code is rare; decoding again is cheap).
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS under -std=c99 */
 #include "codecache.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MAX_REGIONS 16
 #define PAGE_SHIFT 12
@@ -39,11 +41,25 @@ typedef struct {
  * access falls in its block (cyclehook.c pk_access_offset) without decoding the block
  * again on every access. */
 #define ACC_SLOTS 1024u
+#define ACC_BYTES (ACC_SLOTS * sizeof(acc_entry))
 
 typedef struct {
-    uint32_t start, end, n; /* start PK_NONE: empty */
+    uint32_t start, end, n; /* end 0: empty (a block ends above its start) */
     pk_acc acc[PK_ACC_MAX];
 } acc_entry;
+
+/* A large table that starts all zero, mapped straight from the kernel: a page is
+ * zeroed when first touched, so a run pays for the slots its blocks use. (calloc of
+ * 0.8 MB may come from the heap and clear all of it: ~0.2 ms, on the first peripheral
+ * access of every machine.) */
+static void *map_zeroed(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void unmap_zeroed(void *p, size_t bytes) {
+    if (p) munmap(p, bytes);
+}
 
 struct pk_code {
     pk_code_table t;          /* first: the hook reads it inline (codecache.h) */
@@ -53,7 +69,7 @@ struct pk_code {
     region_t regions[MAX_REGIONS];
     uint32_t nregions;
     uint64_t map_bytes;
-    acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
+    acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), mapped on first use */
     pk_abuild *build;         /* scratch for building a program, allocated on first use */
     uint32_t by_translation;  /* guest writes to code are found when the engine translates it again */
 };
@@ -91,7 +107,7 @@ void pk_code_free(pk_code *c) {
     }
     free(c->t.table);
     free(c->t.checks);
-    free(c->acc);
+    unmap_zeroed(c->acc, ACC_BYTES);
     free(c->t.prog.ops);
     pk_abuild_free(c->build);
     free(c);
@@ -123,8 +139,8 @@ static int region_of(const pk_code *c, uint32_t a) {
 
 void pk_code_clear(pk_code *c) {
     memset(c->t.table, 0xFF, c->t.cap * sizeof(pk_block));
-    if (c->acc)
-        for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
+    unmap_zeroed(c->acc, ACC_BYTES); /* mapped again when next needed */
+    c->acc = NULL;
     c->t.used = 0;
     c->checks_used = 0;
     c->t.prog.used = 0;
@@ -607,9 +623,8 @@ uint32_t pk_code_decode_range(pk_code *c, void *uc, uint32_t start, uint32_t end
 
 const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t end, uint32_t *n) {
     if (!c->acc) {
-        c->acc = malloc(ACC_SLOTS * sizeof(acc_entry));
+        c->acc = map_zeroed(ACC_BYTES);
         if (!c->acc) return NULL;
-        for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
     }
     acc_entry *e = &c->acc[(start >> 1) & (ACC_SLOTS - 1)];
     if (e->start == start && e->end == end) {
@@ -620,6 +635,7 @@ const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t en
      * clears this list with the table (pk_code_clear). */
     const pk_block *b = &c->t.table[slot_of(c, start)];
     if (b->start != start || b->start + b->size != end) return NULL;
+    e->end = 0; /* empty while it is filled: a block with too many accesses leaves it so */
     pk_insn insn[512];
     uint32_t count = pk_code_decode_range(c, uc, start, end, insn, 512, 0), k = 0, cost = 0;
     for (uint32_t i = 0; i < count; i++) {

@@ -120,6 +120,20 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     return 0;
 }
 
+/* An exception may have become takeable, and no instruction runs before the next
+ * block boundary: when one is takeable, the hook takes it there (irq_check); when
+ * none is, the check the hook would make there finds nothing, so it is made now and
+ * counted mode's limit is set as the hook would set it, with no hook call there. */
+static void irq_check_now(pk_state *s) {
+    if (pk_next_to_take(s->nvic, (int)(rd(s, s->id_primask) & 1)) >= 0) {
+        s->irq_check = 1;
+        pk_counted_wake(s);
+    } else {
+        s->irq_check = 0;
+        pk_counted_relimit(s);
+    }
+}
+
 /* Exception return; -1 (nothing changed) when Python must do it. */
 static int pk_return(pk_state *s, uint32_t exc_return) {
     uint32_t current = rd(s, s->id_ipsr) & 0x3F;
@@ -161,8 +175,7 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     s->cycles += s->return_cycles;
     if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_RETURN, s->cycles, current, 0);
     s->prev_valid = 0;
-    s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
-    pk_counted_wake(s);
+    irq_check_now(s); /* tail-chaining: the next block boundary takes what is takeable */
     wr(s, s->regids[15], w[6] | 1);
     return 0;
 }
@@ -191,8 +204,7 @@ void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     pk_commit_block(s);
     for (;;) {
         if (pk_would_wake(s->nvic)) {
-            s->irq_check = 1;
-            pk_counted_wake(s);
+            irq_check_now(s); /* (PRIMASK may hold the exception back: then only woken) */
             wr(s, s->regids[15], (uint32_t)address + 2 + 1); /* WFI done: go on after it */
             return;
         }

@@ -220,6 +220,8 @@ void pk_native_changed(pk_state *s);
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* cyclehook.c, counted mode */
 void pk_counted_wake(pk_state *s);
+void pk_counted_soon(pk_state *s, uint64_t at);
+void pk_counted_relimit(pk_state *s);
 /* flashalias.c: the TLB entry of a flash page, when data reads go through the alias */
 int pk_flash_alias_fill(pk_state *s, uint32_t page, int type, uint64_t *paddr, uint32_t *perms);
 /* watchwindow.c: the TLB entry of a watched page, when it lies behind the window */
