@@ -330,6 +330,7 @@ def load() -> ctypes.CDLL:
     lib.pk_would_wake.argtypes = [ctypes.c_void_p]
     lib.pk_montmul.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_uint32]
     lib.pk_montmul_use_adx.argtypes = [ctypes.c_int]
+    lib.pk_montmul_use_ifma.argtypes = [ctypes.c_int]
     lib.pk_verdicts_forget.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
     if (lib.pk_sizeof_state() != ctypes.sizeof(PkState) or lib.pk_sizeof_insn() != ctypes.sizeof(Insn)
             or (lib.pk_leak_classes(), lib.pk_leak_terms()) != (len(LEAK_CLASSES), len(LEAK_TERMS))):
