@@ -198,7 +198,7 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
             /* A branch back, or within a loop of several blocks being followed. */
             if (pk_idle_track(s, done_start, s->cur_end, a, c, done_insns)) return;
         } else {
-            s->loop_start = 0xFFFFFFFFu;
+            pk_idle_enter(s, done_start, s->cur_end, a); /* a known loop is followed from this entry */
         }
     } else {
         trust_epoch(s);

@@ -238,6 +238,7 @@ static inline int pk_trusted(const pk_state *s, uint32_t tag) {
     return tag != 0 && s->trust[(tag >> 1) & (PK_TRUST - 1)] == tag;
 }
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
+void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a);
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
                   uint32_t insns);
 
