@@ -179,3 +179,43 @@ print(json.dumps({"engine": engine.selected(), "pc": uc.reg_read(A.UC_ARM_REG_PC
 def test_a_pc_written_from_a_block_hook_skips_the_block_and_goes_on_at_the_new_pc(choice):
     got = _child(BLOCK_PC_CHILD, choice)
     assert (got["engine"], got["pc"], got["blocks"], got["r"]) == (choice, 0x12, [0, 8, 0x10], [1, 0, 3])
+
+
+# CPSID and CPSIE end their block and the run goes on at the next instruction with the
+# new PRIMASK, its next block looked up (from the generated code since patch 28, unless
+# an interrupt request is pending): the same blocks, registers and PRIMASK on both
+# engines.
+CPS_CHILD = r"""
+import json
+from pkasim.core import cpu  # chooses the engine (PKASIM_ENGINE) before Unicorn is used
+from pkasim.native import engine
+from unicorn import Uc, UC_ARCH_ARM, UC_MODE_THUMB, UC_MODE_MCLASS, UC_HOOK_BLOCK
+from unicorn import arm_const as A
+code = bytes.fromhex(
+    "72b6"  # 0x00 cpsid i
+    "0120"  # 0x02 movs r0, #1
+    "62b6"  # 0x04 cpsie i
+    "0221"  # 0x06 movs r1, #2
+    "72b6"  # 0x08 cpsid i
+    "00bf"  # 0x0a nop (the end of the run)
+)
+uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
+uc.mem_map(0, 0x1000)
+uc.mem_write(0, code)
+seen = []
+def block(uc, address, size, user):
+    seen.append([address, uc.reg_read(A.UC_ARM_REG_PRIMASK)])
+uc.hook_add(UC_HOOK_BLOCK, block)
+uc.emu_start(1, 0x0a)
+print(json.dumps({"engine": engine.selected(), "pc": uc.reg_read(A.UC_ARM_REG_PC), "blocks": seen,
+                  "primask": uc.reg_read(A.UC_ARM_REG_PRIMASK),
+                  "r": [uc.reg_read(A.UC_ARM_REG_R0), uc.reg_read(A.UC_ARM_REG_R1)]}))
+"""
+
+
+@pytest.mark.parametrize("choice", ["stock", "patched"])
+def test_a_cps_ends_its_block_and_the_run_goes_on_with_the_new_primask(choice):
+    got = _child(CPS_CHILD, choice)
+    assert (got["engine"], got["pc"], got["blocks"], got["primask"], got["r"]) == (
+        choice, 0x0a, [[0, 0], [2, 1], [6, 0]], 1, [1, 2])
