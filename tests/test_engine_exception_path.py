@@ -1,6 +1,6 @@
-"""The engine's exception path (engine patches 25 and 26, docs/engine.md): the M-profile
-registers an exception entry or return changes, read and written in one call, and a PC
-written from a hook that leaves the block without a longjmp. Each engine runs in its own
+"""The engine's exception path (engine patches 25 and 27, docs/engine.md): the M-profile
+registers an exception entry or return changes, read and written in one call; how a run
+goes on after a hook writes PC or stops it, and after a CPS. Each engine runs in its own
 process (the engine is chosen once per process, by PKASIM_ENGINE)."""
 
 from __future__ import annotations
@@ -108,9 +108,8 @@ def test_exception_registers_read_at_once_are_what_reading_them_one_by_one_gives
     assert (got["at_once"]["control"], got["at_once"]["primask"], got["at_once"]["psp"]) == (2, 1, 0x20000400)
 
 
-# uc_emu_stop from a code hook, with no PC written: the exit check after the hook
-# (tested inline since patch 26) still ends the run before the hooked instruction,
-# PC restored to it.
+# uc_emu_stop from a code hook, with no PC written: the exit check after the hook ends
+# the run before the hooked instruction, PC restored to it.
 STOP_CHILD = r"""
 import json
 from pkasim.core import cpu  # chooses the engine (PKASIM_ENGINE) before Unicorn is used
@@ -143,7 +142,7 @@ def test_an_emu_stop_from_a_code_hook_ends_the_run_before_the_hooked_instruction
 
 
 # A PC written from a block hook: the block does not run, the run goes on at the new PC
-# (the block-start exit check leaves through the block's exit since patch 26).
+# (the exit check at the block's start leaves it; patch 21 keeps the run going).
 BLOCK_PC_CHILD = r"""
 import json
 from pkasim.core import cpu  # chooses the engine (PKASIM_ENGINE) before Unicorn is used
@@ -182,7 +181,7 @@ def test_a_pc_written_from_a_block_hook_skips_the_block_and_goes_on_at_the_new_p
 
 
 # CPSID and CPSIE end their block and the run goes on at the next instruction with the
-# new PRIMASK, its next block looked up (from the generated code since patch 28, unless
+# new PRIMASK, its next block looked up (from the generated code since patch 27, unless
 # an interrupt request is pending): the same blocks, registers and PRIMASK on both
 # engines.
 CPS_CHILD = r"""
