@@ -60,6 +60,7 @@ CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
 # within about 0.1 s of wall time even in a loop that makes no other stop. Every run
 # takes the same ticks, whether it reports progress or not.
 PROGRESS_EVERY = 1 << 24
+SH_TRACE = logging.getLogger("pkasim.semihosting")  # semihosting.py's trace of every call
 INSN_WFI, INSN_WFE, INSN_YIELD = 0xBF30, 0xBF20, 0xBF10
 
 
@@ -376,8 +377,9 @@ class RunLoop:
                 if s.watch_region == WINDOW_CODE:
                     self.watch.code_fetched()
             # semihosting's console output natively (excmodel.c), but not while a
-            # debugger or a count steps through it (Python's path stops there)
-            s.sh_native = 0 if count or self.debugger_attached else 1
+            # debugger or a count steps through it, or each call is traced (-vv):
+            # Python's path stops there
+            s.sh_native = 0 if count or self.debugger_attached or SH_TRACE.isEnabledFor(logging.DEBUG) else 1
             try:
                 core.uc.emu_start(begin | 1, until, count=count)
             finally:
