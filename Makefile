@@ -41,7 +41,7 @@ $(STAMP): setup.py pyproject.toml
 # The native cycle hook is rebuilt when its source changes.
 $(NATIVE): emulator/native/state.c emulator/native/cyclehook.c emulator/native/codecache.c emulator/native/codecache.h emulator/native/thumb.c emulator/native/thumb.h \
            emulator/native/unaligned.c emulator/native/unaligned.h \
-           emulator/native/excmodel.c emulator/native/idle.c emulator/native/pkstate.h peripherals/pka_fast.c peripherals/systick_fast.c \
+           emulator/native/excmodel.c emulator/native/idle.c emulator/native/pkstate.h peripherals/pka_fast.c peripherals/pka_montmul.c peripherals/pka_montmul.h peripherals/systick_fast.c \
            emulator/native/observe.c emulator/native/observe.h emulator/native/cthash.c emulator/native/leakage.c emulator/native/tlb.c emulator/native/retranslate.c emulator/native/flashalias.c emulator/native/watchwindow.c | $(STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@

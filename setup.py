@@ -60,10 +60,10 @@ NATIVE = [
         sources=[f"emulator/native/{name}.c" for name in
                  ("state", "cyclehook", "codecache", "thumb", "unaligned", "excmodel", "idle", "observe",
                   "cthash", "leakage", "tlb", "retranslate", "flashalias", "watchwindow")]
-        + ["peripherals/pka_fast.c", "peripherals/systick_fast.c"],
+        + ["peripherals/pka_fast.c", "peripherals/pka_montmul.c", "peripherals/systick_fast.c"],
         include_dirs=["emulator/native"],
         depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",
-                 "emulator/native/unaligned.h", "emulator/native/observe.h"],
+                 "emulator/native/unaligned.h", "emulator/native/observe.h", "peripherals/pka_montmul.h"],
         extra_compile_args=["-O3", "-std=c99"],
         py_limited_api=False,
     ),

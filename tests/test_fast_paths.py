@@ -5,6 +5,7 @@ cycles, instructions, sleep, exceptions, device counters and output with them of
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import random
 from pathlib import Path
@@ -206,7 +207,26 @@ def _declines(a: int, b: int, n: int, bits: int) -> bool:
     return (a * b + m * n) // r >= 5 * n
 
 
-@pytest.mark.parametrize("rows", [1, 0], ids=["adx-rows", "c-rows"])  # MULX/ADX where the CPU has it; plain C
+ROWS = ["ifma", "adx", "c"]  # AVX-512 IFMA at every length, MULX/ADX, plain C: each where the CPU has it
+
+
+@contextlib.contextmanager
+def _rows(lib, rows: str):
+    """The row primitive pk_montmul uses inside the block (then the default again):
+    'ifma' the 52-bit IFMA rows at every length (skipped on a CPU without them),
+    'adx' the 64-bit MULX/ADX rows, 'c' the portable C rows."""
+    lib.pk_montmul_use_adx(int(rows != "c"))
+    lib.pk_montmul_use_ifma(2 if rows == "ifma" else 0)
+    try:
+        if rows == "ifma" and not lib.pk_montmul_use_ifma(2):
+            pytest.skip("this CPU has no AVX-512 IFMA")
+        yield
+    finally:
+        lib.pk_montmul_use_adx(1)
+        lib.pk_montmul_use_ifma(1)
+
+
+@pytest.mark.parametrize("rows", ROWS)
 @settings(max_examples=300, deadline=None)
 @given(words=st.integers(1, 128), square=st.booleans(), data=st.data())
 def test_native_montmul_of_products_and_squares_is_exact_and_declines_by_the_cios_rule(rows, words, square, data):
@@ -215,11 +235,8 @@ def test_native_montmul_of_products_and_squares_is_exact_and_declines_by_the_cio
     a = data.draw(st.one_of(st.integers(0, 2**bits - 1), st.just(2**bits - 1)))
     b = a if square else data.draw(st.integers(0, 2**bits - 1))
     lib = native.load()
-    lib.pk_montmul_use_adx(rows)
-    try:
+    with _rows(lib, rows):
         rc, r = _montmul(lib, a, b, n, words)
-    finally:
-        lib.pk_montmul_use_adx(1)
     assert rc == (-1 if _declines(a, b, n, bits) else 0)
     if rc == 0:
         assert r == a * b * pow(2, -bits, n) % n
@@ -232,12 +249,37 @@ def test_native_montmul_rows_agree_at_every_even_length_with_all_ones_operands(w
     bits = 32 * words
     n = 2**bits - 1  # odd, every limb all ones
     for a, b in ((n - 1, n - 1), (n - 1, n - 2), (2**bits - 2, 2**(bits - 1) + 1)):
-        got = []
-        for rows in (1, 0):
-            lib.pk_montmul_use_adx(rows)
-            got.append(_montmul(lib, a, b, n, words))
-        lib.pk_montmul_use_adx(1)
-        assert got[0] == got[1] == (0, a * b * pow(2, -bits, n) % n)
+        got = set()
+        for rows in ROWS:
+            with contextlib.suppress(pytest.skip.Exception), _rows(lib, rows):
+                got.add(_montmul(lib, a, b, n, words))
+        assert got == {(0, a * b * pow(2, -bits, n) % n)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.sampled_from([13, 26, 39, 52, 65, 78, 91, 104, 117]), data=st.data())
+def test_native_montmul_ifma_rows_are_exact_when_the_length_is_whole_52_bit_digits(words, data):
+    """32w a multiple of 52: no partial last digit, and no shift of the sum."""
+    bits = 32 * words
+    n = data.draw(st.integers(2**(bits - 2), 2**bits - 1)) | 1
+    a, b = data.draw(st.integers(0, 2**bits - 1)), data.draw(st.integers(0, 2**bits - 1))
+    lib = native.load()
+    with _rows(lib, "ifma"):
+        rc, r = _montmul(lib, a, b, n, words)
+    assert (rc, r) == (0, a * b * pow(2, -bits, n) % n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(words=st.integers(33, 128), data=st.data())
+def test_native_montmul_uses_the_same_bits_with_and_without_ifma_above_1024_bits(words, data):
+    """The default picks IFMA above 1024 bits where the CPU has it: the 64-bit rows agree."""
+    bits = 32 * words
+    n = data.draw(st.integers(3, 2**bits - 1)) | 1
+    a, b = data.draw(st.integers(0, 2**bits - 1)), data.draw(st.integers(0, 2**bits - 1))
+    lib = native.load()
+    default = _montmul(lib, a, b, n, words)
+    with _rows(lib, "adx"):
+        assert _montmul(lib, a, b, n, words) == default
 
 
 def test_native_montmul_serves_full_length_moduli():

@@ -60,6 +60,7 @@ CALL_RETURN = 0xF0000000  # an address no config maps: call() returns here
 # within about 0.1 s of wall time even in a loop that makes no other stop. Every run
 # takes the same ticks, whether it reports progress or not.
 PROGRESS_EVERY = 1 << 24
+SH_TRACE = logging.getLogger("pkasim.semihosting")  # semihosting.py's trace of every call
 INSN_WFI, INSN_WFE, INSN_YIELD = 0xBF30, 0xBF20, 0xBF10
 
 
@@ -375,7 +376,15 @@ class RunLoop:
                 s.stop_reason = native.STOP_NONE
                 if s.watch_region == WINDOW_CODE:
                     self.watch.code_fetched()
-            core.uc.emu_start(begin | 1, until, count=count)
+            # semihosting's console output natively (excmodel.c), but not while a
+            # debugger or a count steps through it, or each call is traced (-vv):
+            # Python's path stops there
+            s.sh_native = 0 if count or self.debugger_attached or SH_TRACE.isEnabledFor(logging.DEBUG) else 1
+            try:
+                core.uc.emu_start(begin | 1, until, count=count)
+            finally:
+                if s.sh_len:
+                    self._console_drain()
             self.watch.settle()
             if s.stop_reason != native.STOP_WATCH:
                 return
@@ -385,6 +394,14 @@ class RunLoop:
                 core.code.watch(s.watch_region)
             s.stop_reason = native.STOP_NONE
             begin = core.pc
+
+    def _console_drain(self) -> None:
+        """Write out what the firmware sent to the console natively during the run
+        (SYS_WRITEC, SYS_WRITE0: excmodel.c), before anything else reaches it."""
+        s = self.core.state
+        data = ctypes.string_at(ctypes.addressof(s) + native.PkState.sh_buf.offset, s.sh_len)
+        s.sh_len = 0
+        self.semihosting().console(data)
 
     def _native_fault(self, reason: int) -> bool:
         """Handle a stop the native hook made before a block because of a fault it

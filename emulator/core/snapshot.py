@@ -39,12 +39,12 @@ _WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_w
            "code", "native_on", "regids", "apsr_regid", "stack_n", "stack_base", "stack_end", "id_primask",
            "id_control", "id_msp", "id_psp", "id_xpsr", "id_ipsr", "fetch_ws", "flash_base", "flash_end",
            "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit", "regs_ptr",
-           "flash_host", "flash_alias", "flash_alias_on", "hflags_on_xpsr", "wwin")
+           "flash_host", "flash_alias", "flash_alias_on", "hflags_on_xpsr", "wwin", "sh_native")
 # PkaState fields owned by the native log (pointer and capacity) or the wiring.
 _PKA_KEEP = ("log", "log_cap", "ram", "op_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
 # PkState fields not kept at all: the idle-loop verdict tables (44 KiB), a cache that
 # restore() empties anyway (verdicts are decided again against today's breakpoints).
-_CACHE_FIELDS = ("verdict_addr", "verdict_end", "verdict", "verdict_regs")
+_CACHE_FIELDS = ("verdict_addr", "verdict_end", "verdict", "verdict_regs", "sh_buf")
 _SKIP_ATTRS = {"observer", "_on_start", "clock", "irq", "on_change", "on_reset_request", "exceptions",
                "active_exception", "_native", "ram", "regs", "state"}
 _OP_SIZE = 24  # sizeof(pk_pka_op): op, words, start, end

@@ -352,6 +352,11 @@ class Semihosting:
             yield self._read(addr + off, min(CHUNK, n - off))
 
     # ------------------------------------------------------------------ console
+    def console(self, data: bytes) -> None:
+        """Console output the firmware made natively (SYS_WRITEC, SYS_WRITE0 kept by
+        excmodel.c during a run): to stdout, as those calls write it here."""
+        self._console_out(STDOUT, data)
+
     def _console_out(self, handle: int, data: bytes) -> None:
         stream = self.streams[handle]
         stream.write(data)

@@ -19,6 +19,7 @@ RING_EMPTY = 0xFFFFFFFF  # a slot of the ring no block start has filled yet (nev
 VERDICTS = 4096  # PK_VERDICTS: loop verdicts kept, indexed by (key >> 1) & (VERDICTS - 1)
 NATIVE_BPS = 16  # PK_NATIVE_BPS: breakpoints the native loop verdict knows (more: Python decides)
 TRUST = 1024  # PK_TRUST: trusted-loop slots (idle.c)
+SH_BUF = 4096  # PK_SH_BUF: semihosting console bytes kept natively (excmodel.c)
 VERDICT_PLAIN = 4  # verdict flag (pkstate.h): no back edge inside the loop's code but its last
 
 (STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
@@ -217,6 +218,10 @@ class PkState(ctypes.Structure):
         ("hflags_on_xpsr", ctypes.c_uint32),
         # watched pages behind a window (watchwindow.c)
         ("wwin", ctypes.c_void_p),
+        # semihosting console output kept natively (excmodel.c)
+        ("sh_native", ctypes.c_uint32),
+        ("sh_len", ctypes.c_uint32),
+        ("sh_buf", ctypes.c_char * SH_BUF),
     ]
 
 
@@ -330,6 +335,7 @@ def load() -> ctypes.CDLL:
     lib.pk_would_wake.argtypes = [ctypes.c_void_p]
     lib.pk_montmul.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_uint32]
     lib.pk_montmul_use_adx.argtypes = [ctypes.c_int]
+    lib.pk_montmul_use_ifma.argtypes = [ctypes.c_int]
     lib.pk_verdicts_forget.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
     if (lib.pk_sizeof_state() != ctypes.sizeof(PkState) or lib.pk_sizeof_insn() != ctypes.sizeof(Insn)
             or (lib.pk_leak_classes(), lib.pk_leak_terms()) != (len(LEAK_CLASSES), len(LEAK_TERMS))):

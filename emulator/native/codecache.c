@@ -37,13 +37,16 @@ typedef struct {
 
 /* Access lists of cached blocks, direct-mapped by start address: where a peripheral
  * access falls in its block (cyclehook.c pk_access_offset) without decoding the block
- * again on every access. */
+ * again on every access. A slot names its list in one pool: a run touches a few pages
+ * of them (a slot of its own for each list, 780 bytes apiece, cost a page fault per
+ * few slots on each new machine, and a cache miss per lookup). */
 #define ACC_SLOTS 1024u
+#define ACC_POOL_MAX 65536u /* entries: past this the lists are built again from empty */
 
 typedef struct {
-    uint32_t start, end, n; /* start PK_NONE: empty */
-    pk_acc acc[PK_ACC_MAX];
-} acc_entry;
+    uint32_t start, end; /* end 0: empty (a block ends above its start) */
+    uint32_t n, at;      /* the list: pool[at, at + n) */
+} acc_slot;
 
 struct pk_code {
     pk_code_table t;          /* first: the hook reads it inline (codecache.h) */
@@ -53,7 +56,9 @@ struct pk_code {
     region_t regions[MAX_REGIONS];
     uint32_t nregions;
     uint64_t map_bytes;
-    acc_entry *acc;           /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
+    acc_slot *acc;            /* ACC_SLOTS access lists (pk_code_accesses), allocated on first use */
+    pk_acc *acc_pool;         /* their entries */
+    uint32_t acc_used, acc_cap;
     pk_abuild *build;         /* scratch for building a program, allocated on first use */
     uint32_t by_translation;  /* guest writes to code are found when the engine translates it again */
 };
@@ -92,6 +97,7 @@ void pk_code_free(pk_code *c) {
     free(c->t.table);
     free(c->t.checks);
     free(c->acc);
+    free(c->acc_pool);
     free(c->t.prog.ops);
     pk_abuild_free(c->build);
     free(c);
@@ -123,8 +129,8 @@ static int region_of(const pk_code *c, uint32_t a) {
 
 void pk_code_clear(pk_code *c) {
     memset(c->t.table, 0xFF, c->t.cap * sizeof(pk_block));
-    if (c->acc)
-        for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
+    if (c->acc) memset(c->acc, 0, ACC_SLOTS * sizeof(acc_slot));
+    c->acc_used = 0;
     c->t.used = 0;
     c->checks_used = 0;
     c->t.prog.used = 0;
@@ -607,26 +613,42 @@ uint32_t pk_code_decode_range(pk_code *c, void *uc, uint32_t start, uint32_t end
 
 const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t end, uint32_t *n) {
     if (!c->acc) {
-        c->acc = malloc(ACC_SLOTS * sizeof(acc_entry));
+        c->acc = calloc(ACC_SLOTS, sizeof(acc_slot));
         if (!c->acc) return NULL;
-        for (uint32_t i = 0; i < ACC_SLOTS; i++) c->acc[i].start = PK_NONE;
     }
-    acc_entry *e = &c->acc[(start >> 1) & (ACC_SLOTS - 1)];
+    acc_slot *e = &c->acc[(start >> 1) & (ACC_SLOTS - 1)];
     if (e->start == start && e->end == end) {
         *n = e->n;
-        return e->acc;
+        return c->acc_pool + e->at;
     }
     /* Only blocks the table holds as they are: their code is marked, so a write to it
-     * clears this list with the table (pk_code_clear). */
+     * clears these lists with the table (pk_code_clear). */
     const pk_block *b = &c->t.table[slot_of(c, start)];
     if (b->start != start || b->start + b->size != end) return NULL;
     pk_insn insn[512];
     uint32_t count = pk_code_decode_range(c, uc, start, end, insn, 512, 0), k = 0, cost = 0;
+    for (uint32_t i = 0; i < count; i++) k += insn[i].desc.kind == K_ACCESS;
+    if (k > PK_ACC_MAX) return NULL;
+    if (c->acc_used + k > c->acc_cap) {
+        if (c->acc_used + k > ACC_POOL_MAX) { /* lists of blocks long gone fill it: from empty */
+            memset(c->acc, 0, ACC_SLOTS * sizeof(acc_slot));
+            c->acc_used = 0;
+        }
+        uint32_t cap = c->acc_cap ? c->acc_cap : 256;
+        while (cap < c->acc_used + k) cap *= 2;
+        if (cap != c->acc_cap) {
+            pk_acc *pool = realloc(c->acc_pool, cap * sizeof(pk_acc));
+            if (!pool) return NULL;
+            c->acc_pool = pool;
+            c->acc_cap = cap;
+        }
+    }
+    pk_acc *list = c->acc_pool + c->acc_used;
+    k = 0;
     for (uint32_t i = 0; i < count; i++) {
         const pk_desc *d = &insn[i].desc;
         if (d->kind == K_ACCESS) {
-            if (k == PK_ACC_MAX) return NULL;
-            pk_acc *a = &e->acc[k++];
+            pk_acc *a = &list[k++];
             a->cost = cost;
             a->rn = d->rn;
             a->rm = d->rm;
@@ -638,8 +660,10 @@ const pk_acc *pk_code_accesses(pk_code *c, void *uc, uint32_t start, uint32_t en
     e->start = start;
     e->end = end;
     e->n = k;
+    e->at = c->acc_used;
+    c->acc_used += k;
     *n = k;
-    return e->acc;
+    return list;
 }
 
 uint32_t pk_code_cost_range(pk_code *c, void *uc, uint32_t start, uint32_t stop, uint32_t *insns) {

@@ -198,7 +198,7 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
             /* A branch back, or within a loop of several blocks being followed. */
             if (pk_idle_track(s, done_start, s->cur_end, a, c, done_insns)) return;
         } else {
-            s->loop_start = 0xFFFFFFFFu;
+            pk_idle_enter(s, done_start, s->cur_end, a); /* a known loop is followed from this entry */
         }
     } else {
         trust_epoch(s);
@@ -341,13 +341,23 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
  * device event moved, the deadline came closer): call the hook at the next block. */
 void pk_counted_wake(pk_state *s) { s->limit = s->limit_inline = 0; }
 
+/* A native device's next event moved earlier, to ``at``, and nothing else the hook
+ * decides on changed: the limit pk_counted_relimit would now make (it takes the least of
+ * the deadline, native_min and the trust epoch's end) is the one it made, or ``at``.
+ * Lowering it here spares a hook call at the next block start, which would find
+ * nothing to do there. */
+void pk_counted_soon(pk_state *s, uint64_t at) {
+    if (at < s->limit) s->limit = at;
+    if (at < s->limit_inline) s->limit_inline = at;
+}
+
 /* The cycle count at which the generated code must call the hook again, or 0 for the
  * next block: the deadline, a native device's next event or the end of the trust
  * epoch (idle.c); at once while anything must be looked at per block (no native
  * paths, an observer), when an exception may have become takeable, and after a
  * block that can change what is takeable. (The blocks the idle check follows call
  * the hook by their mode, UC_BLOCK_SPAN.) */
-static void counted_limit(pk_state *s) {
+void pk_counted_relimit(pk_state *s) {
     uint64_t lim = s->deadline;
     if (s->native_min < lim) lim = s->native_min;
     if (s->trust_end < lim) lim = s->trust_end; /* the trust epoch's end (idle.c) */
@@ -361,7 +371,7 @@ static void counted_limit(pk_state *s) {
 
 void pk_block_hook_counted(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     block_start(uc, (uint32_t)address, size, s, 1, NULL);
-    counted_limit(s);
+    pk_counted_relimit(s);
 }
 
 /* Unicorn's uc_block_cost (the engine's patch 5). */

@@ -120,6 +120,20 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     return 0;
 }
 
+/* An exception may have become takeable, and no instruction runs before the next
+ * block boundary: when one is takeable, the hook takes it there (irq_check); when
+ * none is, the check the hook would make there finds nothing, so it is made now and
+ * counted mode's limit is set as the hook would set it, with no hook call there. */
+static void irq_check_now(pk_state *s) {
+    if (pk_next_to_take(s->nvic, (int)(rd(s, s->id_primask) & 1)) >= 0) {
+        s->irq_check = 1;
+        pk_counted_wake(s);
+    } else {
+        s->irq_check = 0;
+        pk_counted_relimit(s);
+    }
+}
+
 /* Exception return; -1 (nothing changed) when Python must do it. */
 static int pk_return(pk_state *s, uint32_t exc_return) {
     uint32_t current = rd(s, s->id_ipsr) & 0x3F;
@@ -161,13 +175,69 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
     s->cycles += s->return_cycles;
     if (s->obs) pk_obs_emit(s->obs, PK_EV_EXC_RETURN, s->cycles, current, 0);
     s->prev_valid = 0;
-    s->irq_check = 1; /* tail-chaining: the next block boundary looks again */
-    pk_counted_wake(s);
+    irq_check_now(s); /* tail-chaining: the next block boundary takes what is takeable */
     wr(s, s->regids[15], w[6] | 1);
     return 0;
 }
 
-/* UC_HOOK_INTR: exception returns here; everything else (SVC, BKPT, aborts) in Python. */
+#define SYS_WRITEC 0x03
+#define SYS_WRITE0 0x04
+#define SH_CHUNK 64u
+
+/* Semihosting's console output, SYS_WRITEC and SYS_WRITE0 (BKPT 0xAB at pc), kept in
+ * sh_buf without leaving the engine: the run loop writes it out when the run stops,
+ * before anything else reaches the console. The same work as runloop.py's path (the
+ * block settled up to the BKPT as settle.py does, the BKPT's cycle, r0 = 0, PC past
+ * it); -1, with nothing changed, for anything else, a string that does not fit or
+ * cannot be read, or a block that is not the one recorded: Python does it. */
+static int native_semihost(pk_state *s, uint32_t pc) {
+    uint16_t hw = 0;
+    if (!s->sh_native || !s->cur_valid || pc < s->cur_start || pc >= s->cur_end) return -1;
+    if (mem_rd(s, pc, &hw, 2) != 0 || hw != 0xBEAB) return -1;
+    uint32_t op = rd_core(s, 0), arg = rd_core(s, 1), n = 0, room = PK_SH_BUF - s->sh_len;
+    char *out = s->sh_buf + s->sh_len;
+    if (op == SYS_WRITEC) {
+        if (room < 1 || mem_rd(s, arg, out, 1) != 0) return -1;
+        n = 1;
+    } else if (op == SYS_WRITE0) {
+        for (;;) {
+            char chunk[SH_CHUNK];
+            uint32_t k = SH_CHUNK, i;
+            while (k && mem_rd(s, arg + n, chunk, k) != 0) k /= 2; /* near the end of a region */
+            if (!k) return -1;
+            for (i = 0; i < k && chunk[i]; i++) {
+                if (n == room) return -1;
+                out[n++] = chunk[i];
+            }
+            if (i < k) break;
+        }
+    } else {
+        return -1;
+    }
+    /* settle.py Settler.settle, PC inside the recorded block */
+    uint32_t start = s->cur_start, end = s->cur_end, insns = 0, whole_insns = 0;
+    uint32_t cost = pk_cost_before(s, pc, &insns);
+    if (s->fetch_ws && (start & 2) && start >= s->flash_base && start < s->flash_end &&
+        s->cur_cost - pk_cost_before(s, end, &whole_insns) == s->fetch_ws)
+        cost += s->fetch_ws; /* the fetch the block paid on entry */
+    s->cycles += cost;
+    s->insns += insns;
+    s->blocks += 1;
+    pk_drop_block(s);
+    s->cycles += 1; /* BKPT: 1 cycle (table 3-1); the host call takes no modeled time */
+    s->insns += 1;
+    s->sh_len += n;
+    s->prev_valid = 0; /* (settle.py's record of the block, then runloop.py's) */
+    s->prev_end = pc;
+    s->prev_flags = 0;
+    pk_counted_wake(s);
+    wr_core(s, 0, 0);
+    wr(s, s->regids[15], (pc + 2) | 1);
+    return 0;
+}
+
+/* UC_HOOK_INTR: exception returns here, and semihosting's console output; everything
+ * else (SVC, BKPT, aborts, the other semihosting calls) in Python. */
 void pk_intr_hook(void *uc, uint32_t intno, pk_state *s) {
     (void)uc;
     if (intno == 8 && s->native_on) {
@@ -175,6 +245,7 @@ void pk_intr_hook(void *uc, uint32_t intno, pk_state *s) {
         pk_commit_block(s);
         if (pk_return(s, pc) == 0) return;
     }
+    if (intno == 7 && s->native_on && native_semihost(s, rd(s, s->regids[15]) & ~1u) == 0) return;
     s->py_intr(intno);
 }
 
@@ -191,8 +262,7 @@ void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     pk_commit_block(s);
     for (;;) {
         if (pk_would_wake(s->nvic)) {
-            s->irq_check = 1;
-            pk_counted_wake(s);
+            irq_check_now(s); /* (PRIMASK may hold the exception back: then only woken) */
             wr(s, s->regids[15], (uint32_t)address + 2 + 1); /* WFI done: go on after it */
             return;
         }

@@ -191,7 +191,9 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         decided(s, key, end);
         return 0;
     }
-    if (++s->loop_count < 2) return 0;
+    /* The first iteration is compared only when the loop's verdict is known: a first
+     * encounter asks Python (a stop) only for a loop that came round twice. */
+    if (++s->loop_count < 2 && !verdict(s, key, end)) return 0;
     if (multi && s->loop_count > MULTI_TRIES) {
         decided(s, key, end);
         return 0;
@@ -294,9 +296,37 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
         s->loop_acc_blocks += 1;
         return 0;
     }
+    pk_idle_enter(s, done_start, done_end, next); /* left it: a known loop may begin here */
+    return 0;
+}
+
+/* The block at ``a`` is about to run, entered from outside any loop being followed,
+ * after the block [done_start, done_end): when a loop of several blocks whose verdict
+ * (made at an earlier entry) lets it idle starts at ``a``, or inside the block before
+ * that fell through into ``a`` (a compiler puts the loop's first instructions after
+ * the code before it, in one block), follow that loop from this entry, as if its back
+ * edge had just been seen. Its first back edge then ends a whole iteration, compared
+ * as the next: a poll entered again (once per PKA operation, say) is fast-forwarded
+ * an iteration sooner each time, to the same counts (which iterations are compared
+ * changes only how soon it is skipped; the first one's cycles are not used). */
+void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a) {
     s->loop_start = 0xFFFFFFFFu;
     s->loop_end = 0;
-    return 0;
+    uint32_t t = done_start < a && a == done_end && a - done_start <= MULTI_SPAN ? done_start + 2 : a;
+    for (; t <= a; t += 2) {
+        uint32_t key = t | 1u, i = (key >> 1) & (PK_VERDICTS - 1);
+        if (s->verdict_addr[i] != key || (s->verdict[i] & 3) != 1) continue;
+        uint32_t end = s->verdict_end[i];
+        if (a >= end || end - t > MULTI_SPAN) continue;
+        s->loop_start = t;
+        s->loop_end = end;
+        s->loop_count = 0;
+        s->loop_have = 0;
+        s->loop_misses = 0;
+        s->loop_since = s->cycles;
+        s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
+        return;
+    }
 }
 
 /* ------------------------------------------------------------------ counted mode */

@@ -51,6 +51,7 @@ typedef struct {
  * made progress and then got stuck is noticed at most this many cycles (and a few of
  * its iterations) later than one never trusted. */
 #define PK_TRUST 1024
+#define PK_SH_BUF 4096 /* console bytes of semihosting kept natively until the run loop writes them */
 #define PK_TRUST_CYCLES (1u << 20)
 
 /* The NVIC's exception state: one record, owned by peripherals/nvic.py (NvicState),
@@ -186,6 +187,12 @@ typedef struct {
     uint32_t hflags_on_xpsr;    /* pkasim's engine (patch 6): IPSR/xPSR/CONTROL writes rebuild hflags */
     /* ---- watched pages behind a window (watchwindow.c; the stock wheel) ---- */
     void *wwin;                 /* pk_wwin, or NULL */
+    /* ---- semihosting console output (excmodel.c): SYS_WRITEC and SYS_WRITE0 go to
+     * sh_buf without a stop while sh_native; the run loop writes it out after each run
+     * (runloop.py RunLoop.emu), before anything else reaches the console ---- */
+    uint32_t sh_native;         /* 1: the run loop allows it (a plain run, no debugger) */
+    uint32_t sh_len;            /* bytes in sh_buf */
+    char sh_buf[PK_SH_BUF];
 } pk_state;
 
 #define PK_NO_EVENT UINT64_MAX
@@ -220,6 +227,8 @@ void pk_native_changed(pk_state *s);
 int pk_take(pk_state *s, int exc, uint32_t return_pc);
 /* cyclehook.c, counted mode */
 void pk_counted_wake(pk_state *s);
+void pk_counted_soon(pk_state *s, uint64_t at);
+void pk_counted_relimit(pk_state *s);
 /* flashalias.c: the TLB entry of a flash page, when data reads go through the alias */
 int pk_flash_alias_fill(pk_state *s, uint32_t page, int type, uint64_t *paddr, uint32_t *perms);
 /* watchwindow.c: the TLB entry of a watched page, when it lies behind the window */
@@ -236,6 +245,7 @@ static inline int pk_trusted(const pk_state *s, uint32_t tag) {
     return tag != 0 && s->trust[(tag >> 1) & (PK_TRUST - 1)] == tag;
 }
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
+void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a);
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
                   uint32_t insns);
 

@@ -1,0 +1,431 @@
+/*
+ * The PKA's MONTMUL in native code: r = a b 2^(-32w) mod n, fully reduced, exactly as
+ * peripherals/pka_math.py computes it (docs/pka.md), or -1 where the product is left
+ * above 4n (a tiny n under long operands: pka.py reduces those). pka_fast.c calls it
+ * for MONTMUL and the parallel pair's MONTMUL2; it needs nothing of the emulator, so
+ * benchmarks/montmul_native.py builds it on its own.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "pka_montmul.h"
+
+#define MAX_WORDS PK_MONTMUL_MAX_WORDS
+
+/* -n^-1 mod 2^32 for odd n (Newton: each step doubles the correct bits). */
+static uint32_t neg_inv32(uint32_t n0) {
+    uint32_t x = n0;
+    for (int i = 0; i < 5; i++) x *= 2u - n0 * x;
+    return 0u - x;
+}
+
+
+static int geq(const uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
+    if (top) return 1;
+    for (uint32_t i = w; i-- > 0;)
+        if (t[i] != n[i]) return t[i] > n[i];
+    return 1;
+}
+
+static uint32_t sub_n(uint32_t *t, const uint32_t *n, uint32_t w) {
+    uint64_t borrow = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        uint64_t d = (uint64_t)t[i] - n[i] - borrow;
+        t[i] = (uint32_t)d;
+        borrow = (d >> 63) & 1;
+    }
+    return (uint32_t)borrow;
+}
+
+/* The same product on 64-bit limbs (even w): a quarter of the multiplications. */
+static uint64_t neg_inv64(uint64_t n0) {
+    uint64_t x = n0;
+    for (int i = 0; i < 6; i++) x *= 2u - n0 * x;
+    return 0u - x;
+}
+
+static int geq64(const uint64_t *t, uint64_t top, const uint64_t *n, uint32_t w) {
+    if (top) return 1;
+    for (uint32_t i = w; i-- > 0;)
+        if (t[i] != n[i]) return t[i] > n[i];
+    return 1;
+}
+
+static uint64_t sub64(uint64_t *t, const uint64_t *n, uint32_t w) {
+    unsigned __int128 borrow = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        unsigned __int128 d = (unsigned __int128)t[i] - n[i] - borrow;
+        t[i] = (uint64_t)d;
+        borrow = (d >> 127) & 1;
+    }
+    return (uint64_t)borrow;
+}
+
+/* rp[0..n) += up[0..n) * v; returns the carry limb (the sum fits in n + 1 limbs). */
+static uint64_t addmul_1_c(uint64_t *rp, const uint64_t *up, uint32_t n, uint64_t v) {
+    unsigned __int128 c = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        c += (unsigned __int128)up[j] * v + rp[j];
+        rp[j] = (uint64_t)c;
+        c >>= 64;
+    }
+    return (uint64_t)c;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same with BMI2's MULX and ADX's two carry chains (ADCX adds the low halves of the
+ * products, ADOX the high halves of the products before; LEA and JRCXZ leave both
+ * flags alone), four limbs a turn: about half the time of the C loop, which keeps one
+ * chain. n > 0 and a multiple of 4. Chosen at run time when the CPU has both. */
+static uint64_t addmul_4k_adx(uint64_t *rp, const uint64_t *up, uint64_t n, uint64_t v) {
+    uint64_t hi = 0, lo, hi2;
+    __asm__ volatile(
+        "xor %%r11d, %%r11d\n\t"          /* clears CF and OF */
+        "1:\n\t"
+        "mulx (%[up]), %[lo], %[hi2]\n\t"
+        "adcx (%[rp]), %[lo]\n\t"
+        "adox %[hi], %[lo]\n\t"
+        "mov %[lo], (%[rp])\n\t"
+        "mulx 8(%[up]), %[lo], %[hi]\n\t"
+        "adcx 8(%[rp]), %[lo]\n\t"
+        "adox %[hi2], %[lo]\n\t"
+        "mov %[lo], 8(%[rp])\n\t"
+        "mulx 16(%[up]), %[lo], %[hi2]\n\t"
+        "adcx 16(%[rp]), %[lo]\n\t"
+        "adox %[hi], %[lo]\n\t"
+        "mov %[lo], 16(%[rp])\n\t"
+        "mulx 24(%[up]), %[lo], %[hi]\n\t"
+        "adcx 24(%[rp]), %[lo]\n\t"
+        "adox %[hi2], %[lo]\n\t"
+        "mov %[lo], 24(%[rp])\n\t"
+        "lea 32(%[up]), %[up]\n\t"
+        "lea 32(%[rp]), %[rp]\n\t"
+        "lea -4(%%rcx), %%rcx\n\t"
+        "jrcxz 2f\n\t"
+        "jmp 1b\n\t"
+        "2:\n\t"
+        "adcx %%r11, %[hi]\n\t"           /* r11 = 0: the last high half takes both carries */
+        "adox %%r11, %[hi]\n\t"
+        : [hi] "+&r"(hi), [lo] "=&r"(lo), [hi2] "=&r"(hi2), [up] "+&r"(up), [rp] "+&r"(rp), "+&c"(n)
+        : "d"(v)
+        : "r11", "cc", "memory");
+    return hi;
+}
+
+static int have_adx(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("adx");
+    }
+    return known;
+}
+#define HAVE_ADX_PATH 1
+#else
+#define HAVE_ADX_PATH 0
+#endif
+
+/* Which row primitive pk_montmul uses: 1 the MULX/ADX one where the CPU has it, 0 the
+ * C one (tests run both: they must give the same bits). */
+static int use_adx = 1;
+
+int pk_montmul_use_adx(int on) {
+    int was = use_adx;
+    use_adx = on;
+#if HAVE_ADX_PATH
+    return was && have_adx();
+#else
+    (void)was;
+    return 0;
+#endif
+}
+
+static uint64_t addmul_1(uint64_t *rp, const uint64_t *up, uint32_t n, uint64_t v) {
+#if HAVE_ADX_PATH
+    if (use_adx && n >= 4 && have_adx()) {
+        uint32_t n4 = n & ~3u;
+        uint64_t c = addmul_4k_adx(rp, up, n4, v);
+        if (n4 == n) return c;
+        unsigned __int128 t = c;
+        for (uint32_t j = n4; j < n; j++) {
+            t += (unsigned __int128)up[j] * v + rp[j];
+            rp[j] = (uint64_t)t;
+            t >>= 64;
+        }
+        return (uint64_t)t;
+    }
+#endif
+    return addmul_1_c(rp, up, n, v);
+}
+
+/* The same product on 64-bit limbs (even w): a quarter of the multiplications. Separated
+ * operand scanning (Koc et al. 1996, SOS): the whole product a b first (a square takes
+ * the products below the diagonal once and doubles them), then w reduction rows. The
+ * reduced value before the final subtractions is (a b + M n) / R with the one M < R that
+ * makes the division exact, whichever order the rows run in, so it is CIOS's, bit for
+ * bit, and so is when it declines. */
+static int montmul64(uint32_t *r, const uint32_t *a32, const uint32_t *b32, const uint32_t *n32, uint32_t w32) {
+    uint32_t w = w32 / 2;
+    uint64_t a[MAX_WORDS / 2], b[MAX_WORDS / 2], n[MAX_WORDS / 2], t[MAX_WORDS + 1];
+    memcpy(a, a32, 4u * w32); /* little-endian words: two 32-bit words are one 64-bit limb */
+    memcpy(b, b32, 4u * w32);
+    memcpy(n, n32, 4u * w32);
+    uint64_t ninv = neg_inv64(n[0]);
+    memset(t, 0, sizeof(uint64_t) * (2 * w));
+    if (memcmp(a, b, 8u * w) == 0) {
+        /* a^2 = 2 * sum_{i<j} a_i a_j 2^(64(i+j)) + sum_i a_i^2 2^(128 i) */
+        for (uint32_t i = 0; i + 1 < w; i++) t[i + w] = addmul_1(t + 2 * i + 1, a + i + 1, w - 1 - i, a[i]);
+        uint64_t top = 0;
+        for (uint32_t k = 0; k < 2 * w; k++) { /* doubled */
+            uint64_t x = t[k];
+            t[k] = x << 1 | top;
+            top = x >> 63;
+        }
+        unsigned __int128 c = 0;
+        for (uint32_t i = 0; i < w; i++) { /* plus the squares on the diagonal */
+            unsigned __int128 sq = (unsigned __int128)a[i] * a[i];
+            c += (unsigned __int128)t[2 * i] + (uint64_t)sq;
+            t[2 * i] = (uint64_t)c;
+            c >>= 64;
+            c += (unsigned __int128)t[2 * i + 1] + (uint64_t)(sq >> 64);
+            t[2 * i + 1] = (uint64_t)c;
+            c >>= 64;
+        }
+    } else {
+        for (uint32_t i = 0; i < w; i++) t[i + w] = addmul_1(t + i, a, w, b[i]);
+    }
+    uint64_t c2 = 0; /* the carry out of t[i + w] that reduction row i left */
+    for (uint32_t i = 0; i < w; i++) {
+        uint64_t cy = addmul_1(t + i, n, w, t[i] * ninv); /* t[i] becomes 0 */
+        uint64_t s = t[i + w] + cy;
+        uint64_t carry = s < cy;
+        s += c2;
+        carry += s < c2;
+        t[i + w] = s;
+        c2 = carry;
+    }
+    uint64_t *u = t + w; /* (a b + M n) / R = c2 * R + u */
+    for (int k = 0; k < 4 && geq64(u, c2, n, w); k++) c2 -= sub64(u, n, w);
+    if (geq64(u, c2, n, w)) return -1;
+    memcpy(r, u, 4u * w32);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ AVX-512 IFMA */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_IFMA_PATH 1
+#include <immintrin.h>
+
+#define MASK52 ((UINT64_C(1) << 52) - 1)
+#ifndef IFMA_MIN_WORDS
+#define IFMA_MIN_WORDS 33 /* above 1024 bits: at 1024 the two are even, below the 64-bit rows win */
+#endif
+#define IFMA_MAX_VEC ((32 * MAX_WORDS + 51) / 52 / 8 + 1)
+
+static int have_ifma(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512ifma");
+    }
+    return known;
+}
+
+/* w words as 52-bit digits (two digits are 13 bytes), zero up to 8 nv + 1 digits. */
+static void to_digits(uint64_t *d, const uint32_t *x, uint32_t w, uint32_t digits, uint32_t nv) {
+    uint8_t bytes[4 * MAX_WORDS + 16];
+    uint32_t i = 0;
+    memcpy(bytes, x, 4u * w);
+    memset(bytes + 4u * w, 0, 16);
+    for (const uint8_t *q = bytes; i + 1 < digits; i += 2, q += 13) {
+        uint64_t lo, hi;
+        memcpy(&lo, q, 8);
+        memcpy(&hi, q + 6, 8);
+        d[i] = lo & MASK52;
+        d[i + 1] = (hi >> 4) & MASK52;
+    }
+    if (i < digits) {
+        uint64_t lo;
+        memcpy(&lo, bytes + 13 * (i / 2), 8);
+        d[i++] = lo & MASK52;
+    }
+    for (; i <= 8 * nv; i++) d[i] = 0;
+}
+
+/* The rows of the product on nv vectors of eight 52-bit digits (vpmadd52luq/huq add
+ * the low and high 52 bits of 52x52-bit products into 64-bit lanes, which hold the
+ * carries until the end: each lane takes at most 4 terms below 2^52 a digit, so 64-bit
+ * lanes last 1024 digits). Digit i of b: t += a b_i, m = t k0 mod 2^52, t += m n, and
+ * t, now a multiple of 2^52, moves down one lane (its lane 0's carry into the new lane
+ * 0); then the high halves, which weigh one lane more, land where they belong. The
+ * high halves of a b_i and the low ones of a b_(i+1) do not depend on m: they are
+ * summed aside (u), so that only m's products stand between one m and the next. Then
+ * the last, partial digit (dp bits) when the length is no multiple of 52 bits: its
+ * high halves go to h, one lane up, and the caller shifts the sum right by dp bits. */
+static inline __attribute__((always_inline, target("avx512f,avx512ifma"))) void
+ifma_rows(uint64_t *tout, uint64_t *hout, const uint64_t *ad, const uint64_t *bd, const uint64_t *nd, uint32_t k,
+          uint32_t dp, uint64_t k0, const int nv) {
+    __m512i A[IFMA_MAX_VEC], N[IFMA_MAX_VEC], T[IFMA_MAX_VEC], U[IFMA_MAX_VEC];
+    const __m512i zero = _mm512_setzero_si512();
+    const uint32_t digits = k + (dp != 0);
+    __m512i bi = _mm512_set1_epi64((long long)bd[0]);
+    for (int j = 0; j < nv; j++) {
+        A[j] = _mm512_loadu_si512(ad + 8 * j);
+        N[j] = _mm512_loadu_si512(nd + 8 * j);
+        T[j] = _mm512_madd52lo_epu64(zero, A[j], bi);
+    }
+    const uint64_t n0 = nd[0];
+    for (uint32_t i = 0; i < k; i++) {
+        const __m512i bnext = _mm512_set1_epi64(i + 1 < digits ? (long long)bd[i + 1] : 0);
+        for (int j = 0; j < nv; j++) U[j] = _mm512_madd52lo_epu64(_mm512_madd52hi_epu64(zero, A[j], bi), A[j], bnext);
+        uint64_t t0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(T[0]));
+        uint64_t m = (t0 * k0) & MASK52;
+        const __m512i mv = _mm512_set1_epi64((long long)m);
+        for (int j = 0; j < nv; j++) T[j] = _mm512_madd52lo_epu64(T[j], N[j], mv);
+        uint64_t carry = (t0 + ((n0 * m) & MASK52)) >> 52;
+        for (int j = 0; j + 1 < nv; j++) T[j] = _mm512_alignr_epi64(T[j + 1], T[j], 1);
+        T[nv - 1] = _mm512_alignr_epi64(zero, T[nv - 1], 1);
+        U[0] = _mm512_add_epi64(U[0], _mm512_maskz_set1_epi64(1, (long long)carry));
+        for (int j = 0; j < nv; j++) T[j] = _mm512_madd52hi_epu64(_mm512_add_epi64(T[j], U[j]), N[j], mv);
+        bi = bnext;
+    }
+    __m512i H[IFMA_MAX_VEC];
+    for (int j = 0; j < nv; j++) H[j] = zero;
+    if (dp) { /* t already holds the low halves of a b_k */
+        uint64_t t0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(T[0]));
+        uint64_t m = (t0 * k0) & ((UINT64_C(1) << dp) - 1);
+        const __m512i mv = _mm512_set1_epi64((long long)m);
+        for (int j = 0; j < nv; j++) {
+            T[j] = _mm512_madd52lo_epu64(T[j], N[j], mv);
+            H[j] = _mm512_madd52hi_epu64(_mm512_madd52hi_epu64(zero, A[j], bi), N[j], mv);
+        }
+    }
+    for (int j = 0; j < nv; j++) {
+        _mm512_storeu_si512(tout + 8 * j, T[j]);
+        _mm512_storeu_si512(hout + 8 * j, H[j]);
+    }
+}
+
+#define IFMA_ROWS(NV)                                                                                            \
+    static __attribute__((target("avx512f,avx512ifma"), noinline)) void ifma_rows_##NV(                          \
+        uint64_t *tout, uint64_t *hout, const uint64_t *ad, const uint64_t *bd, const uint64_t *nd, uint32_t k,  \
+        uint32_t dp, uint64_t k0) {                                                                              \
+        ifma_rows(tout, hout, ad, bd, nd, k, dp, k0, NV);                                                        \
+    }
+IFMA_ROWS(1)
+IFMA_ROWS(2)
+IFMA_ROWS(3)
+IFMA_ROWS(4)
+IFMA_ROWS(5)
+IFMA_ROWS(6)
+IFMA_ROWS(7)
+IFMA_ROWS(8)
+IFMA_ROWS(9)
+IFMA_ROWS(10)
+typedef void (*ifma_rows_fn)(uint64_t *, uint64_t *, const uint64_t *, const uint64_t *, const uint64_t *, uint32_t,
+                             uint32_t, uint64_t);
+static const ifma_rows_fn IFMA_BY_NV[IFMA_MAX_VEC + 1] = {0,           ifma_rows_1, ifma_rows_2, ifma_rows_3,
+                                                          ifma_rows_4, ifma_rows_5, ifma_rows_6, ifma_rows_7,
+                                                          ifma_rows_8, ifma_rows_9, ifma_rows_10};
+
+/* The same value as the CIOS and SOS products, (a b + M n) / 2^(32w) with the one
+ * M < 2^(32w) that makes the division exact, on 52-bit digits: the digits of b
+ * (bits = 32w = 52 k + dp) give M's digits m_0..m_(k-1) of 52 bits and a last one of
+ * dp bits, so the sum and when it declines are theirs, bit for bit. */
+static int montmul_ifma(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
+    uint32_t bits = 32 * w, k = bits / 52, dp = bits % 52, digits = k + (dp != 0);
+    uint32_t nv = (digits + 7) / 8;
+    uint64_t ad[8 * IFMA_MAX_VEC + 1], bd[8 * IFMA_MAX_VEC + 1], nd[8 * IFMA_MAX_VEC + 1];
+    uint64_t t[8 * IFMA_MAX_VEC + 1], h[8 * IFMA_MAX_VEC + 1];
+    to_digits(ad, a, w, digits, nv);
+    if (b == a || memcmp(a, b, 4u * w) == 0)
+        memcpy(bd, ad, sizeof(uint64_t) * 8 * nv);
+    else
+        to_digits(bd, b, w, digits, nv);
+    to_digits(nd, n, w, digits, nv);
+    uint64_t k0 = neg_inv64(nd[0]) & MASK52;
+    IFMA_BY_NV[nv](t, h, ad, bd, nd, k, dp, k0);
+    t[8 * nv] = 0;
+    /* carries through, one lane at a time, into 52-bit digits packed two to 13 bytes
+     * (each 8-byte store overlaps the next pair's, written after it); the sum, below
+     * 2^(32w + 1), is then read shifted right by dp bits: w words and the top one */
+    uint8_t packed[(8 * IFMA_MAX_VEC + 2) / 2 * 13 + 16];
+    uint64_t carry = 0;
+    uint8_t *q = packed;
+    for (uint32_t j = 0; j <= 8 * nv; j += 2, q += 13) {
+        uint64_t v0 = t[j] + (j ? h[j - 1] : 0) + carry;
+        uint64_t v1 = (j + 1 <= 8 * nv ? t[j + 1] + h[j] : 0) + (v0 >> 52);
+        carry = v1 >> 52;
+        uint64_t lo = (v0 & MASK52) | v1 << 52, hi = (v1 & MASK52) >> 12;
+        memcpy(q, &lo, 8);
+        memcpy(q + 8, &hi, 8);
+    }
+    uint32_t u[MAX_WORDS + 1];
+    for (uint32_t o = 0; o <= w; o++) {
+        uint64_t v;
+        memcpy(&v, packed + dp / 8 + 4 * o, 8);
+        u[o] = (uint32_t)(v >> (dp % 8));
+    }
+    uint32_t top = u[w];
+    for (int i = 0; i < 4 && geq(u, top, n, w); i++) top -= sub_n(u, n, w);
+    if (geq(u, top, n, w)) return -1;
+    memcpy(r, u, 4u * w);
+    return 0;
+}
+#else
+#define HAVE_IFMA_PATH 0
+#endif
+
+/* 1 (the default): the IFMA rows where the CPU has them, for the lengths where they
+ * win; 2: at every length (tests); 0: never. */
+static int use_ifma = 1;
+
+int pk_montmul_use_ifma(int on) {
+    int was = use_ifma;
+    use_ifma = on;
+#if HAVE_IFMA_PATH
+    return was && have_ifma();
+#else
+    (void)was;
+    return 0;
+#endif
+}
+
+/* r = a * b * 2^(-32w) mod n (CIOS, Koc et al. 1996), fully reduced; -1 when the
+ * product is left above 4n (a tiny n under long operands): pka.py reduces those. */
+int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
+#if HAVE_IFMA_PATH
+    if (use_ifma && use_adx && (w >= IFMA_MIN_WORDS || use_ifma == 2) && have_ifma())
+        return montmul_ifma(r, a, b, n, w);
+#endif
+    if (w % 2 == 0) return montmul64(r, a, b, n, w);
+    uint32_t t[MAX_WORDS + 2];
+    uint32_t ninv = neg_inv32(n[0]);
+    memset(t, 0, sizeof(uint32_t) * (w + 2));
+    for (uint32_t i = 0; i < w; i++) {
+        uint64_t c = 0, bi = b[i];
+        for (uint32_t j = 0; j < w; j++) {
+            c += (uint64_t)t[j] + (uint64_t)a[j] * bi;
+            t[j] = (uint32_t)c;
+            c >>= 32;
+        }
+        c += t[w];
+        t[w] = (uint32_t)c;
+        t[w + 1] = (uint32_t)(c >> 32);
+        uint64_t m = (uint32_t)(t[0] * ninv);
+        c = ((uint64_t)t[0] + m * n[0]) >> 32;
+        for (uint32_t j = 1; j < w; j++) {
+            c += (uint64_t)t[j] + m * n[j];
+            t[j - 1] = (uint32_t)c;
+            c >>= 32;
+        }
+        c += t[w];
+        t[w - 1] = (uint32_t)c;
+        t[w] = t[w + 1] + (uint32_t)(c >> 32);
+    }
+    for (int k = 0; k < 4 && geq(t, t[w], n, w); k++) t[w] -= sub_n(t, n, w);
+    if (geq(t, t[w], n, w)) return -1;
+    memcpy(r, t, sizeof(uint32_t) * w);
+    return 0;
+}

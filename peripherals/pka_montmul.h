@@ -1,0 +1,23 @@
+/* The PKA's MONTMUL in native code (pka_montmul.c). */
+#ifndef PKA_MONTMUL_H
+#define PKA_MONTMUL_H
+
+#include <stdint.h>
+
+#define PK_MONTMUL_MAX_WORDS 128
+
+/* r = a * b * 2^(-32w) mod n (odd n, 1 <= w <= PK_MONTMUL_MAX_WORDS words), fully
+ * reduced: 0; -1 (r untouched) when the product is left above 4n. r may alias a or b. */
+int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w);
+
+/* 1: the MULX/ADX rows where the CPU has them (the default), 0: the portable C rows
+ * (tests run both: they give the same bits). Returns whether the fast rows were in use. */
+int pk_montmul_use_adx(int on);
+
+/* 1: the AVX-512 IFMA rows (52-bit digits) where the CPU has them, for the lengths where
+ * they are faster (the default); 2: at every length (tests); 0: the 64-bit rows. The
+ * same bits either way; pk_montmul_use_adx(0) turns them off too. Returns whether the
+ * IFMA rows were in use (the CPU has them and they were on). */
+int pk_montmul_use_ifma(int on);
+
+#endif
