@@ -227,30 +227,42 @@ static int have_ifma(void) {
     static int known = -1;
     if (known < 0) {
         __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512ifma");
+        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512ifma");
     }
     return known;
 }
 
-/* w words as 52-bit digits (two digits are 13 bytes), zero up to 8 nv + 1 digits. */
-static void to_digits(uint64_t *d, const uint32_t *x, uint32_t w, uint32_t digits, uint32_t nv) {
-    uint8_t bytes[4 * MAX_WORDS + 16];
-    uint32_t i = 0;
-    memcpy(bytes, x, 4u * w);
-    memset(bytes + 4u * w, 0, 16);
-    for (const uint8_t *q = bytes; i + 1 < digits; i += 2, q += 13) {
-        uint64_t lo, hi;
-        memcpy(&lo, q, 8);
-        memcpy(&hi, q + 6, 8);
-        d[i] = lo & MASK52;
-        d[i + 1] = (hi >> 4) & MASK52;
+/* w words as 52-bit digits, zero up to 8 nv + 1 digits: digit i is the 8 bytes from
+ * byte 6.5 i (13 bytes hold two digits) shifted right by 0 or 4 bits, so one byte
+ * permutation (VBMI's vpermb) of the 64 bytes from byte 52 j, a shift and a mask make
+ * the eight digits of vector j; the masked load reads nothing beyond the w words and
+ * zeroes the bytes above them. */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vbmi"))) void
+to_digits(uint64_t *d, const uint32_t *x, uint32_t w, uint32_t nv) {
+    static const uint8_t from[64] = { /* lane l: the 8 bytes from byte 6.5 l, rounded down */
+    0, 1, 2, 3, 4, 5, 6, 7,
+    6, 7, 8, 9, 10, 11, 12, 13,
+    13, 14, 15, 16, 17, 18, 19, 20,
+    19, 20, 21, 22, 23, 24, 25, 26,
+    26, 27, 28, 29, 30, 31, 32, 33,
+    32, 33, 34, 35, 36, 37, 38, 39,
+    39, 40, 41, 42, 43, 44, 45, 46,
+    45, 46, 47, 48, 49, 50, 51, 52,
+    };
+    const __m512i idx = _mm512_loadu_si512(from);
+    const __m512i shift = _mm512_set_epi64(4, 0, 4, 0, 4, 0, 4, 0);
+    const __m512i mask = _mm512_set1_epi64((long long)MASK52);
+    const uint8_t *bytes = (const uint8_t *)x;
+    const int32_t len = (int32_t)(4 * w);
+    for (uint32_t j = 0; j < nv; j++) {
+        int32_t left = len - (int32_t)(52 * j);
+        __mmask64 k = left >= 64 ? ~(__mmask64)0 : left > 0 ? ((__mmask64)1 << left) - 1 : 0;
+        __m512i v = _mm512_maskz_loadu_epi8(k, bytes + 52 * j);
+        v = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi8(idx, v), shift), mask);
+        _mm512_storeu_si512(d + 8 * j, v);
     }
-    if (i < digits) {
-        uint64_t lo;
-        memcpy(&lo, bytes + 13 * (i / 2), 8);
-        d[i++] = lo & MASK52;
-    }
-    for (; i <= 8 * nv; i++) d[i] = 0;
+    d[8 * nv] = 0;
 }
 
 /* The rows of the product on nv vectors of eight 52-bit digits (vpmadd52luq/huq add
@@ -333,17 +345,14 @@ static const ifma_rows_fn IFMA_BY_NV[IFMA_MAX_VEC + 1] = {0,           ifma_rows
  * M < 2^(32w) that makes the division exact, on 52-bit digits: the digits of b
  * (bits = 32w = 52 k + dp) give M's digits m_0..m_(k-1) of 52 bits and a last one of
  * dp bits, so the sum and when it declines are theirs, bit for bit. */
-static int montmul_ifma(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
+static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int montmul_ifma(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
     uint32_t bits = 32 * w, k = bits / 52, dp = bits % 52, digits = k + (dp != 0);
     uint32_t nv = (digits + 7) / 8;
     uint64_t ad[8 * IFMA_MAX_VEC + 1], bd[8 * IFMA_MAX_VEC + 1], nd[8 * IFMA_MAX_VEC + 1];
     uint64_t t[8 * IFMA_MAX_VEC + 1], h[8 * IFMA_MAX_VEC + 1];
-    to_digits(ad, a, w, digits, nv);
-    if (b == a || memcmp(a, b, 4u * w) == 0)
-        memcpy(bd, ad, sizeof(uint64_t) * 8 * nv);
-    else
-        to_digits(bd, b, w, digits, nv);
-    to_digits(nd, n, w, digits, nv);
+    to_digits(ad, a, w, nv);
+    to_digits(bd, b, w, nv);
+    to_digits(nd, n, w, nv);
     uint64_t k0 = neg_inv64(nd[0]) & MASK52;
     IFMA_BY_NV[nv](t, h, ad, bd, nd, k, dp, k0);
     t[8 * nv] = 0;
