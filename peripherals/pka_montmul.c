@@ -356,30 +356,42 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int montmul_ifma(u
     uint64_t k0 = neg_inv64(nd[0]) & MASK52;
     IFMA_BY_NV[nv](t, h, ad, bd, nd, k, dp, k0);
     t[8 * nv] = 0;
-    /* carries through, one lane at a time, into 52-bit digits packed two to 13 bytes
-     * (each 8-byte store overlaps the next pair's, written after it); the sum, below
-     * 2^(32w + 1), is then read shifted right by dp bits: w words and the top one */
-    uint8_t packed[(8 * IFMA_MAX_VEC + 2) / 2 * 13 + 16];
-    uint64_t carry = 0;
-    uint8_t *q = packed;
-    for (uint32_t j = 0; j <= 8 * nv; j += 2, q += 13) {
-        uint64_t v0 = t[j] + (j ? h[j - 1] : 0) + carry;
-        uint64_t v1 = (j + 1 <= 8 * nv ? t[j + 1] + h[j] : 0) + (v0 >> 52);
-        carry = v1 >> 52;
-        uint64_t lo = (v0 & MASK52) | v1 << 52, hi = (v1 & MASK52) >> 12;
-        memcpy(q, &lo, 8);
-        memcpy(q + 8, &hi, 8);
+    /* carries through, one lane at a time, gathering the 52-bit digits of the sum,
+     * shifted right by dp bits, into 64-bit words: the sum is below 2^(32w + 1), so
+     * w / 2 + 1 words hold it (the w words and the top one) */
+    const uint32_t words = w / 2 + 1;
+    uint64_t u[MAX_WORDS / 2 + 2];
+    uint64_t carry = 0, v = t[0];
+    unsigned __int128 acc = (v & MASK52) >> dp;
+    uint32_t have = 52 - dp, o = 0;
+    carry = v >> 52;
+    for (uint32_t j = 1; j <= 8 * nv && o < words; j++) {
+        v = t[j] + h[j - 1] + carry;
+        carry = v >> 52;
+        acc |= (unsigned __int128)(v & MASK52) << have;
+        have += 52;
+        if (have >= 64) {
+            u[o++] = (uint64_t)acc;
+            acc >>= 64;
+            have -= 64;
+        }
     }
-    uint32_t u[MAX_WORDS + 1];
-    for (uint32_t o = 0; o <= w; o++) {
-        uint64_t v;
-        memcpy(&v, packed + dp / 8 + 4 * o, 8);
-        u[o] = (uint32_t)(v >> (dp % 8));
+    acc |= (unsigned __int128)carry << have;
+    for (; o < words; acc >>= 64) u[o++] = (uint64_t)acc;
+    if (w % 2 == 0) { /* the same subtractions on 64-bit limbs */
+        uint64_t n64[MAX_WORDS / 2], top = u[w / 2];
+        memcpy(n64, n, 4u * w);
+        for (int i = 0; i < 4 && geq64(u, top, n64, w / 2); i++) top -= sub64(u, n64, w / 2);
+        if (geq64(u, top, n64, w / 2)) return -1;
+        memcpy(r, u, 4u * w);
+        return 0;
     }
-    uint32_t top = u[w];
-    for (int i = 0; i < 4 && geq(u, top, n, w); i++) top -= sub_n(u, n, w);
-    if (geq(u, top, n, w)) return -1;
-    memcpy(r, u, 4u * w);
+    uint32_t u32[MAX_WORDS + 2];
+    memcpy(u32, u, 8u * words);
+    uint32_t top = u32[w];
+    for (int i = 0; i < 4 && geq(u32, top, n, w); i++) top -= sub_n(u32, n, w);
+    if (geq(u32, top, n, w)) return -1;
+    memcpy(r, u32, 4u * w);
     return 0;
 }
 #else
