@@ -265,6 +265,17 @@ to_digits(uint64_t *d, const uint32_t *x, uint32_t w, uint32_t nv) {
     d[8 * nv] = 0;
 }
 
+/* -n^-1 mod 2^52: for odd n, (3 n) xor 2 is n^-1 to 5 bits (Montgomery's seed) and
+ * four Newton steps make 80; the inverse mod 2^52 is unique, so this is neg_inv64's
+ * value in fewer steps. An even n has none: neg_inv64's (meaningless) value then, so
+ * the bits stay the same. */
+static uint64_t neg_inv52(uint64_t n0) {
+    if (!(n0 & 1)) return neg_inv64(n0) & MASK52;
+    uint64_t x = (3 * n0) ^ 2;
+    for (int i = 0; i < 4; i++) x *= 2u - n0 * x;
+    return (0u - x) & MASK52;
+}
+
 /* The rows of the product on nv vectors of eight 52-bit digits (vpmadd52luq/huq add
  * the low and high 52 bits of 52x52-bit products into 64-bit lanes, which hold the
  * carries until the end: each lane takes at most 4 terms below 2^52 a digit, so 64-bit
@@ -341,6 +352,72 @@ static const ifma_rows_fn IFMA_BY_NV[IFMA_MAX_VEC + 1] = {0,           ifma_rows
                                                           ifma_rows_4, ifma_rows_5, ifma_rows_6, ifma_rows_7,
                                                           ifma_rows_8, ifma_rows_9, ifma_rows_10};
 
+/* The IFMA rows' sum (lane i of t, plus lane i - 1 of h, weighs 2^(52 i); lanes below
+ * 2^64) shifted right by dp bits, as 64-bit words. In vectors: one step moves every
+ * lane's bits above 52 up a lane, which leaves lanes below 2^52 + 2^12, so each now
+ * carries at most 1 and takes at most 1: those carries ripple through the lanes of
+ * all ones as in an addition of lane masks (carries in = (G << 1) + P xor P, G the
+ * lanes that carry, P the lanes of all ones). Then each vector's eight exact 52-bit
+ * digits are packed to 52 bytes by two byte permutations (the odd digits shifted up 4
+ * bits first, the 13th byte of a pair taking half of each), and the words read from
+ * bit dp on. */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vbmi"))) void
+to_words(uint64_t *u, const uint64_t *t, const uint64_t *h, uint32_t nv, uint32_t dp, uint32_t words) {
+    /* byte 13 p + q of a pair p: byte q of digit 2 p (q <= 6), byte q - 6 of digit 2 p + 1
+     * shifted up 4 bits (q >= 6) */
+    static const uint8_t idx_even[64] = {
+        0, 1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0,
+        16, 17, 18, 19, 20, 21, 22, 0, 0, 0, 0, 0, 0,
+        32, 33, 34, 35, 36, 37, 38, 0, 0, 0, 0, 0, 0,
+        48, 49, 50, 51, 52, 53, 54, 0, 0, 0, 0, 0, 0,
+    };
+    static const uint8_t idx_odd[64] = {
+        0, 0, 0, 0, 0, 0, 8, 9, 10, 11, 12, 13, 14,
+        0, 0, 0, 0, 0, 0, 24, 25, 26, 27, 28, 29, 30,
+        0, 0, 0, 0, 0, 0, 40, 41, 42, 43, 44, 45, 46,
+        0, 0, 0, 0, 0, 0, 56, 57, 58, 59, 60, 61, 62,
+    };
+    const __mmask64 k_even = UINT64_C(0x3f81fc0fe07f), k_odd = UINT64_C(0xfe07f03f81fc0);
+    const __m512i mask = _mm512_set1_epi64((long long)MASK52), zero = _mm512_setzero_si512();
+    __m512i S[IFMA_MAX_VEC + 1];
+    __m512i hprev = zero, cprev = zero;
+    for (uint32_t j = 0; j <= nv; j++) {
+        __m512i tj = j < nv ? _mm512_loadu_si512(t + 8 * j) : zero;
+        __m512i hj = j < nv ? _mm512_loadu_si512(h + 8 * j) : zero;
+        S[j] = _mm512_add_epi64(tj, _mm512_alignr_epi64(hj, hprev, 7));
+        hprev = hj;
+    }
+    for (uint32_t j = 0; j <= nv; j++) {
+        __m512i cj = _mm512_srli_epi64(S[j], 52);
+        S[j] = _mm512_add_epi64(_mm512_and_si512(S[j], mask), _mm512_alignr_epi64(cj, cprev, 7));
+        cprev = cj;
+    }
+    unsigned __int128 g = 0, p = 0;
+    for (uint32_t j = 0; j <= nv; j++) {
+        g |= (unsigned __int128)_mm512_cmpgt_epu64_mask(S[j], mask) << (8 * j);
+        p |= (unsigned __int128)_mm512_cmpeq_epu64_mask(S[j], mask) << (8 * j);
+    }
+    unsigned __int128 cin = ((g << 1) + p) ^ p;
+    const __m512i one = _mm512_set1_epi64(1), up4 = _mm512_set_epi64(4, 0, 4, 0, 4, 0, 4, 0);
+    const __m512i ie = _mm512_loadu_si512(idx_even), io = _mm512_loadu_si512(idx_odd);
+    uint8_t packed[52 * (IFMA_MAX_VEC + 1) + 64];
+    for (uint32_t j = 0; j <= nv; j++) {
+        __m512i d = _mm512_and_si512(_mm512_mask_add_epi64(S[j], (__mmask8)(cin >> (8 * j)), S[j], one), mask);
+        d = _mm512_sllv_epi64(d, up4);
+        __m512i bytes = _mm512_or_si512(_mm512_maskz_permutexvar_epi8(k_even, ie, d),
+                                        _mm512_maskz_permutexvar_epi8(k_odd, io, d));
+        _mm512_storeu_si512(packed + 52 * j, bytes); /* its 12 zero bytes above are the next one's */
+    }
+    const uint8_t *from = packed + dp / 8;
+    const uint32_t s = dp % 8;
+    for (uint32_t o = 0; o < words; o++) {
+        uint64_t lo, hi;
+        memcpy(&lo, from + 8 * o, 8);
+        memcpy(&hi, from + 8 * o + 8, 8);
+        u[o] = s ? lo >> s | hi << (64 - s) : lo;
+    }
+}
+
 /* The same value as the CIOS and SOS products, (a b + M n) / 2^(32w) with the one
  * M < 2^(32w) that makes the division exact, on 52-bit digits: the digits of b
  * (bits = 32w = 52 k + dp) give M's digits m_0..m_(k-1) of 52 bits and a last one of
@@ -353,31 +430,12 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int montmul_ifma(u
     to_digits(ad, a, w, nv);
     to_digits(bd, b, w, nv);
     to_digits(nd, n, w, nv);
-    uint64_t k0 = neg_inv64(nd[0]) & MASK52;
+    uint64_t k0 = neg_inv52(nd[0]);
     IFMA_BY_NV[nv](t, h, ad, bd, nd, k, dp, k0);
-    t[8 * nv] = 0;
-    /* carries through, one lane at a time, gathering the 52-bit digits of the sum,
-     * shifted right by dp bits, into 64-bit words: the sum is below 2^(32w + 1), so
-     * w / 2 + 1 words hold it (the w words and the top one) */
-    const uint32_t words = w / 2 + 1;
+    /* the sum, below 2^(32w + 1 + dp) (before the shift of the last, partial digit): */
+    const uint32_t words = w / 2 + 1; /* 64-bit words that hold the w words and the top one */
     uint64_t u[MAX_WORDS / 2 + 2];
-    uint64_t carry = 0, v = t[0];
-    unsigned __int128 acc = (v & MASK52) >> dp;
-    uint32_t have = 52 - dp, o = 0;
-    carry = v >> 52;
-    for (uint32_t j = 1; j <= 8 * nv && o < words; j++) {
-        v = t[j] + h[j - 1] + carry;
-        carry = v >> 52;
-        acc |= (unsigned __int128)(v & MASK52) << have;
-        have += 52;
-        if (have >= 64) {
-            u[o++] = (uint64_t)acc;
-            acc >>= 64;
-            have -= 64;
-        }
-    }
-    acc |= (unsigned __int128)carry << have;
-    for (; o < words; acc >>= 64) u[o++] = (uint64_t)acc;
+    to_words(u, t, h, nv, dp, words);
     if (w % 2 == 0) { /* the same subtractions on 64-bit limbs */
         uint64_t n64[MAX_WORDS / 2], top = u[w / 2];
         memcpy(n64, n, 4u * w);
