@@ -299,18 +299,22 @@ ifma_rows(uint64_t *tout, uint64_t *hout, const uint64_t *ad, const uint64_t *bd
         T[j] = _mm512_madd52lo_epu64(zero, A[j], bi);
     }
     const uint64_t n0 = nd[0];
+    uint64_t t0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(T[0]));
     for (uint32_t i = 0; i < k; i++) {
         const __m512i bnext = _mm512_set1_epi64(i + 1 < digits ? (long long)bd[i + 1] : 0);
         for (int j = 0; j < nv; j++) U[j] = _mm512_madd52lo_epu64(_mm512_madd52hi_epu64(zero, A[j], bi), A[j], bnext);
-        uint64_t t0 = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(T[0]));
         uint64_t m = (t0 * k0) & MASK52;
         const __m512i mv = _mm512_set1_epi64((long long)m);
         for (int j = 0; j < nv; j++) T[j] = _mm512_madd52lo_epu64(T[j], N[j], mv);
         uint64_t carry = (t0 + ((n0 * m) & MASK52)) >> 52;
-        for (int j = 0; j + 1 < nv; j++) T[j] = _mm512_alignr_epi64(T[j + 1], T[j], 1);
-        T[nv - 1] = _mm512_alignr_epi64(zero, T[nv - 1], 1);
+        for (int j = 0; j < nv; j++) U[j] = _mm512_madd52hi_epu64(U[j], N[j], mv);
+        /* the next row's lane 0, summed in a register from lane 1 and the high halves
+         * before the vectors are: the only path from one m to the next */
+        t0 = (uint64_t)_mm_extract_epi64(_mm512_castsi512_si128(T[0]), 1) +
+             (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(U[0])) + carry;
         U[0] = _mm512_add_epi64(U[0], _mm512_maskz_set1_epi64(1, (long long)carry));
-        for (int j = 0; j < nv; j++) T[j] = _mm512_madd52hi_epu64(_mm512_add_epi64(T[j], U[j]), N[j], mv);
+        for (int j = 0; j + 1 < nv; j++) T[j] = _mm512_add_epi64(_mm512_alignr_epi64(T[j + 1], T[j], 1), U[j]);
+        T[nv - 1] = _mm512_add_epi64(_mm512_alignr_epi64(zero, T[nv - 1], 1), U[nv - 1]);
         bi = bnext;
     }
     __m512i H[IFMA_MAX_VEC];
