@@ -218,8 +218,14 @@ static int montmul64(uint32_t *r, const uint32_t *a32, const uint32_t *b32, cons
 #include <immintrin.h>
 
 #define MASK52 ((UINT64_C(1) << 52) - 1)
+/* From 576 bits (18 words) at even lengths, 288 bits (9 words) at odd ones (which the
+ * 32-bit CIOS rows serve otherwise), the IFMA rows win by 1.15x and more (1.45x at 1024
+ * bits, 2.4x at 2048: benchmarks/montmul_native.py); below, the 64-bit rows. */
 #ifndef IFMA_MIN_WORDS
-#define IFMA_MIN_WORDS 33 /* above 1024 bits: at 1024 the two are even, below the 64-bit rows win */
+#define IFMA_MIN_WORDS 18
+#endif
+#ifndef IFMA_MIN_ODD_WORDS
+#define IFMA_MIN_ODD_WORDS 9
 #endif
 #define IFMA_MAX_VEC ((32 * MAX_WORDS + 51) / 52 / 8 + 1)
 
@@ -283,7 +289,10 @@ static uint64_t neg_inv52(uint64_t n0) {
  * t, now a multiple of 2^52, moves down one lane (its lane 0's carry into the new lane
  * 0); then the high halves, which weigh one lane more, land where they belong. The
  * high halves of a b_i and the low ones of a b_(i+1) do not depend on m: they are
- * summed aside (u), so that only m's products stand between one m and the next. Then
+ * summed aside (u), with the high halves of m n, and the next row's lane 0 is summed
+ * in a register from the lanes they come from, so that only a multiply, a broadcast,
+ * one IFMA and a lane read stand between one m and the next (about 15 cycles, 22 when
+ * m waited for the shifted vector). Then
  * the last, partial digit (dp bits) when the length is no multiple of 52 bits: its
  * high halves go to h, one lane up, and the caller shifts the sum right by dp bits. */
 static inline __attribute__((always_inline, target("avx512f,avx512ifma"))) void
@@ -479,7 +488,7 @@ int pk_montmul_use_ifma(int on) {
  * product is left above 4n (a tiny n under long operands): pka.py reduces those. */
 int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w) {
 #if HAVE_IFMA_PATH
-    if (use_ifma && use_adx && (w >= IFMA_MIN_WORDS || use_ifma == 2) && have_ifma())
+    if (use_ifma && use_adx && (w >= (w % 2 ? IFMA_MIN_ODD_WORDS : IFMA_MIN_WORDS) || use_ifma == 2) && have_ifma())
         return montmul_ifma(r, a, b, n, w);
 #endif
     if (w % 2 == 0) return montmul64(r, a, b, n, w);

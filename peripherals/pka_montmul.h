@@ -14,8 +14,9 @@ int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t
  * (tests run both: they give the same bits). Returns whether the fast rows were in use. */
 int pk_montmul_use_adx(int on);
 
-/* 1: the AVX-512 IFMA rows (52-bit digits) where the CPU has them, for the lengths where
- * they are faster (the default); 2: at every length (tests); 0: the 64-bit rows. The
+/* 1: the AVX-512 IFMA rows (52-bit digits; AVX-512 IFMA, BW and VBMI) where the CPU has
+ * them, for the lengths where they are faster (the default: from 576 bits, odd lengths
+ * from 288); 2: at every length (tests); 0: the 64-bit rows. The
  * same bits either way; pk_montmul_use_adx(0) turns them off too. Returns whether the
  * IFMA rows were in use (the CPU has them and they were on). */
 int pk_montmul_use_ifma(int on);

@@ -270,9 +270,10 @@ def test_native_montmul_ifma_rows_are_exact_when_the_length_is_whole_52_bit_digi
 
 
 @settings(max_examples=100, deadline=None)
-@given(words=st.integers(33, 128), data=st.data())
-def test_native_montmul_uses_the_same_bits_with_and_without_ifma_above_1024_bits(words, data):
-    """The default picks IFMA above 1024 bits where the CPU has it: the 64-bit rows agree."""
+@given(words=st.integers(9, 128), data=st.data())
+def test_native_montmul_uses_the_same_bits_with_and_without_ifma_where_the_default_picks_it(words, data):
+    """The default picks IFMA from 576 bits (odd lengths from 288) where the CPU has it:
+    the 64-bit and 32-bit rows agree."""
     bits = 32 * words
     n = data.draw(st.integers(3, 2**bits - 1)) | 1
     a, b = data.draw(st.integers(0, 2**bits - 1)), data.draw(st.integers(0, 2**bits - 1))
@@ -280,6 +281,23 @@ def test_native_montmul_uses_the_same_bits_with_and_without_ifma_above_1024_bits
     default = _montmul(lib, a, b, n, words)
     with _rows(lib, "adx"):
         assert _montmul(lib, a, b, n, words) == default
+
+
+@pytest.mark.parametrize("rows", ROWS)
+@settings(max_examples=60, deadline=None)
+@given(words=st.sampled_from([8, 9, 17, 18, 32, 33, 64]), data=st.data())
+def test_native_montmul_is_exact_when_a_modulus_is_reused_then_changed_then_reused(rows, words, data):
+    """The firmware runs thousands of MONTMULs on one modulus, then another of the same
+    length: no path may keep anything of a modulus that serves the next one wrongly."""
+    bits = 32 * words
+    first, other = (data.draw(st.integers(2**(bits - 1), 2**bits - 1)) | 1 for _ in range(2))
+    lib = native.load()
+    with _rows(lib, rows):
+        for n in (first, first, other, first, other):
+            for _ in range(3):
+                a, b = data.draw(st.integers(0, n - 1)), data.draw(st.integers(0, n - 1))
+                assert _montmul(lib, a, b, n, words) == (0, a * b * pow(2, -bits, n) % n)
+                assert _montmul(lib, a, a, n, words) == (0, a * a * pow(2, -bits, n) % n)
 
 
 def test_native_montmul_serves_full_length_moduli():
