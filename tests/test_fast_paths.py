@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import random
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -298,6 +301,58 @@ def test_native_montmul_is_exact_when_a_modulus_is_reused_then_changed_then_reus
                 a, b = data.draw(st.integers(0, n - 1)), data.draw(st.integers(0, n - 1))
                 assert _montmul(lib, a, b, n, words) == (0, a * b * pow(2, -bits, n) % n)
                 assert _montmul(lib, a, a, n, words) == (0, a * a * pow(2, -bits, n) % n)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+IFMA_SUM_C = r"""
+#include "pka_montmul.c"
+/* the IFMA rows' sum (t, h) as pk_montmul reads it: shifted right by dp, w / 2 + 1 words */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void sum_words(uint64_t *u, const uint64_t *t,
+                                                                       const uint64_t *h, uint32_t w) {
+    uint32_t bits = 32 * w, digits = bits / 52 + (bits % 52 != 0);
+    to_words(u, t, h, (digits + 7) / 8, bits % 52, w / 2 + 1);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def ifma_sum(tmp_path_factory):
+    """pka_montmul.c's carry resolution alone, built with the C compiler (CC, else cc)."""
+    lib = native.load()
+    if not lib.pk_montmul_use_ifma(1):
+        pytest.skip("this CPU has no AVX-512 IFMA")
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler {cc}")
+    tmp = tmp_path_factory.mktemp("ifma_sum")
+    (tmp / "sum.c").write_text(IFMA_SUM_C)
+    subprocess.run([cc, "-O2", "-std=c99", "-fPIC", "-shared", "-I", str(ROOT / "peripherals"),
+                    "-o", str(tmp / "sum.so"), str(tmp / "sum.c")], check=True)
+    return ctypes.CDLL(str(tmp / "sum.so"))
+
+
+ALL_ONES = 2**52 - 1
+
+
+@settings(max_examples=400, deadline=None)
+@given(words=st.integers(1, 128), data=st.data())
+def test_ifma_sum_resolves_carries_through_runs_of_all_ones_digits(ifma_sum, words, data):
+    """Lanes of 52 ones that take a carry pass it on (the ripple of the lane masks):
+    lanes drawn around 2^52 - 1 make long runs of them, against Python's integer. The
+    rows leave lanes far below 2^63 (at most 4 terms below 2^52 a digit), so a lane of
+    t plus one of h stays below 2^64."""
+    bits = 32 * words
+    digits = bits // 52 + (bits % 52 != 0)
+    lanes = 8 * ((digits + 7) // 8)
+    lane = st.one_of(st.just(ALL_ONES), st.integers(ALL_ONES - 2, ALL_ONES),
+                     st.integers(1, 3).map(lambda c: c << 52 | ALL_ONES), st.integers(0, 2**63 - 1))
+    t = data.draw(st.lists(lane, min_size=lanes, max_size=lanes)) + [0]
+    h = data.draw(st.lists(st.one_of(st.just(0), st.integers(0, 2**63 - 1)), min_size=lanes, max_size=lanes))
+    total = sum(x << (52 * i) for i, x in enumerate(t)) + sum(x << (52 * (i + 1)) for i, x in enumerate(h))
+    arr = ctypes.c_uint64 * (lanes + 1)
+    u = (ctypes.c_uint64 * (words // 2 + 1))()
+    ifma_sum.sum_words(u, arr(*t), arr(*h, 0), ctypes.c_uint32(words))
+    assert int.from_bytes(bytes(u), "little") == (total >> (bits % 52)) % 2**(64 * (words // 2 + 1))
 
 
 def test_native_montmul_serves_full_length_moduli():
