@@ -137,7 +137,7 @@ static int native_verdict(pk_state *s, uint32_t key, uint32_t end) {
     uint16_t hw[NATIVE_VERDICT_MAX / 2];
     if (!s->verdict_native || end <= start || end - start > NATIVE_VERDICT_MAX || (end - start) % 2) return 0;
     uint32_t n = (end - start) / 2;
-    if (s->mem_read(s->uc, start, hw, 2 * n) != 0) return 0;
+    if (pk_mem_read(s, start, hw, 2 * n) != 0) return 0;
     int ok = !(s->until_on && start <= s->until && s->until < end);
     for (uint32_t i = 0; i < s->bp_n && i < PK_NATIVE_BPS; i++)
         if (start <= s->bp[i] && s->bp[i] < end) ok = 0;
@@ -414,10 +414,10 @@ int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag) {
     uint32_t hi = end > start + MULTI_SPAN ? end : start + MULTI_SPAN;
     hi += 4;
     uint32_t n = (hi - lo) / 2;
-    if (s->mem_read(s->uc, lo, hw, 2 * n) == 0) {
+    if (pk_mem_read(s, lo, hw, 2 * n) == 0) {
         memset(have, 1, n); /* one read for the whole span (each halfword's read is a memory-map lookup) */
     } else {
-        for (uint32_t i = 0; i < n; i++) have[i] = s->mem_read(s->uc, lo + 2 * i, &hw[i], 2) == 0;
+        for (uint32_t i = 0; i < n; i++) have[i] = pk_mem_read(s, lo + 2 * i, &hw[i], 2) == 0;
     }
 #define HW(addr) (hw[((addr) - lo) / 2])
 #define HAVE(addr) ((addr) >= lo && (addr) + 2 <= hi && have[((addr) - lo) / 2])

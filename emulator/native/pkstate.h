@@ -228,6 +228,7 @@ uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns);
 int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len);
 int pk_next_to_take(const pk_nvic *n, int primask);
 int pk_would_wake(const pk_nvic *n);
+int pk_mem_read(pk_state *s, uint32_t addr, void *out, uint32_t n);
 void pk_pend(pk_state *s, uint32_t exc);
 uint64_t pk_native_next(pk_state *s);
 void pk_native_due(pk_state *s);
