@@ -157,7 +157,8 @@ typedef struct {
     uint32_t pad_tlb;
     /* ---- idle loops (idle.c) ---- */
     uint32_t loop_misses;       /* iterations in a row whose registers differed */
-    uint32_t pad_loop;
+    uint32_t loop_anchor;       /* a loop of several blocks: where its iterations are compared
+                                 * (its start, or where it was entered through a fall-through) */
     /* ---- counted mode (pkasim's engine, docs/engine.md): the generated code commits
      * each block and records the next one itself; pk_block_hook_counted runs only
      * at a block start where cycles >= limit, or where the block asks for it ---- */
