@@ -192,7 +192,7 @@ class PkState(ctypes.Structure):
         ("pad_tlb", ctypes.c_uint32),
         # idle loops (idle.c)
         ("loop_misses", ctypes.c_uint32),
-        ("pad_loop", ctypes.c_uint32),
+        ("loop_anchor", ctypes.c_uint32),
         # counted mode (pkasim's engine: cyclehook.c pk_block_hook_counted)
         ("limit", ctypes.c_uint64),
         ("limit_inline", ctypes.c_uint64),

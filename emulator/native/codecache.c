@@ -352,11 +352,26 @@ static rep_t rep_add(rep_t x, rep_t y) {
     return r;
 }
 
+/* Guest memory [addr, addr + n) from the host memory behind its region (RAM and flash:
+ * what uc_mem_read returns, without its memory-map walk), else through Unicorn; 0 on
+ * success, as uc_mem_read. */
+int pk_code_read(pk_code *c, void *uc, uint32_t addr, void *out, uint32_t n) {
+    const pk_amap *map = &c->t.memory;
+    for (uint32_t i = 0; i < map->n; i++) {
+        const pk_amem *m = &map->mem[i];
+        if (m->size >= n && addr - m->base <= m->size - n) {
+            memcpy(out, m->host + (addr - m->base), n);
+            return 0;
+        }
+    }
+    return c->mem_read(uc, addr, out, n);
+}
+
 /* The guest bytes of [start, end) into buf (which holds end - start + 2 bytes); the
  * halfword after end is read too when it exists (a 32-bit instruction may straddle). */
 static int read_code(pk_code *c, void *uc, uint32_t start, uint32_t end, uint8_t *buf) {
-    if (end > start && c->mem_read(uc, start, buf, end - start) != 0) return -1;
-    if (c->mem_read(uc, end, buf + (end - start), 2) != 0) buf[end - start] = buf[end - start + 1] = 0;
+    if (end > start && pk_code_read(c, uc, start, buf, end - start) != 0) return -1;
+    if (pk_code_read(c, uc, end, buf + (end - start), 2) != 0) buf[end - start] = buf[end - start + 1] = 0;
     return 0;
 }
 
@@ -365,7 +380,7 @@ static uint32_t hw_at(const uint8_t *buf, uint32_t off) { return (uint32_t)buf[o
 static int resolve_literal(pk_code *c, void *uc, pk_insn *in, int track, uint32_t *word) {
     uint8_t w[4];
     uint32_t lit = (uint32_t)in->desc.imm;
-    int ok = c->mem_read(uc, lit, w, 4) == 0;
+    int ok = pk_code_read(c, uc, lit, w, 4) == 0;
     *word = (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24;
     pk_resolve_literal(&in->desc, ok, *word);
     if (ok && track) mark(c, lit, lit + 4);

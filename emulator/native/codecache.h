@@ -112,6 +112,7 @@ static inline const pk_check *pk_code_checks(const pk_code *c, const pk_block *b
 static inline const pk_aop *pk_code_program(const pk_code *c, const pk_block *b) {
     return &((const pk_code_table *)(const void *)c)->prog.ops[b->check_first];
 }
+int pk_code_read(pk_code *c, void *uc, uint32_t addr, void *out, uint32_t n);
 static inline pk_amap *pk_code_memory(pk_code *c) { return &((pk_code_table *)(void *)c)->memory; }
 /* Guest memory at [base, base + size) is the host memory at host (RAM and flash, for
  * the alignment programs; never a peripheral). -1 when the table is full. */

@@ -53,22 +53,8 @@ static void wr_core(pk_state *s, int r, uint32_t v) {
     else wr(s, s->regids[r], v);
 }
 
-/* Guest memory [addr, addr + n) read from the host memory behind its region (RAM and
- * flash, mapped from host memory by the bus: what uc_mem_read returns, without its
- * memory-map walk), else through Unicorn; 0 on success as uc_mem_read. */
-static int mem_rd(pk_state *s, uint32_t addr, void *out, uint32_t n) {
-    if (s->code) {
-        const pk_amap *map = pk_code_memory(s->code);
-        for (uint32_t i = 0; i < map->n; i++) {
-            const pk_amem *m = &map->mem[i];
-            if (m->size >= n && addr - m->base <= m->size - n) {
-                memcpy(out, m->host + (addr - m->base), n);
-                return 0;
-            }
-        }
-    }
-    return s->mem_read(s->uc, addr, out, n);
-}
+/* Guest memory through the host memory behind RAM and flash (state.c). */
+static int mem_rd(pk_state *s, uint32_t addr, void *out, uint32_t n) { return pk_mem_read(s, addr, out, n); }
 
 /* ------------------------------------------------------------------ entry and return */
 

@@ -137,7 +137,7 @@ static int native_verdict(pk_state *s, uint32_t key, uint32_t end) {
     uint16_t hw[NATIVE_VERDICT_MAX / 2];
     if (!s->verdict_native || end <= start || end - start > NATIVE_VERDICT_MAX || (end - start) % 2) return 0;
     uint32_t n = (end - start) / 2;
-    if (s->mem_read(s->uc, start, hw, 2 * n) != 0) return 0;
+    if (pk_mem_read(s, start, hw, 2 * n) != 0) return 0;
     int ok = !(s->until_on && start <= s->until && s->until < end);
     for (uint32_t i = 0; i < s->bp_n && i < PK_NATIVE_BPS; i++)
         if (start <= s->bp[i] && s->bp[i] < end) ok = 0;
@@ -178,6 +178,25 @@ void pk_verdicts_forget(pk_state *s, uint32_t lo, uint32_t hi) {
     }
 }
 
+/* The registers the loop's verdict names (all when it names none), read now. Returns
+ * 1 if any differs from loop_regs, which then hold the new values. */
+static int regs_changed(pk_state *s, uint32_t key) {
+    uint32_t regs = s->verdict_regs[(key >> 1) & (PK_VERDICTS - 1)];
+    int changed = 0;
+    if (!regs) regs = 0xFFFFu;
+    for (int r = 0; r < 16; r++) {
+        uint32_t v32 = 0;
+        if (!(regs >> r & 1)) continue; /* not named by the loop's code: no iteration touches it */
+        if (r < 15 && s->regs_ptr) v32 = s->regs_ptr[r]; /* in place (pkasim's engine) */
+        else s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
+        if (v32 != s->loop_regs[r]) {
+            changed = 1;
+            s->loop_regs[r] = v32;
+        }
+    }
+    return changed;
+}
+
 /* One more iteration of the loop at start ended (cost cycles, insns instructions,
  * blocks blocks). Returns 1 when the engine was stopped. The registers (r0-r12, SP,
  * LR, APSR) are compared with those at the iteration before; MISS_LIMIT differing
@@ -211,18 +230,7 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 0;
     }
     int same = s->loop_have && s->py_reads == s->loop_py_reads && s->dev_events == s->loop_dev_events;
-    uint32_t regs = s->verdict_regs[(key >> 1) & (PK_VERDICTS - 1)];
-    if (!regs) regs = 0xFFFFu;
-    for (int r = 0; r < 16; r++) {
-        uint32_t v32 = 0;
-        if (!(regs >> r & 1)) continue; /* not named by the loop's code: no iteration touches it */
-        if (r < 15 && s->regs_ptr) v32 = s->regs_ptr[r]; /* in place (pkasim's engine) */
-        else s->reg_read(s->uc, r == 15 ? s->apsr_regid : s->regids[r], &v32);
-        if (v32 != s->loop_regs[r]) {
-            same = 0;
-            s->loop_regs[r] = v32;
-        }
-    }
+    if (regs_changed(s, key)) same = 0;
     if (same) {
         s->loop_misses = 0;
         uint64_t native = pk_native_next(s);
@@ -274,12 +282,27 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
     if (next < done_start && done_end - next <= MULTI_SPAN) {
         /* A branch back: the end of an iteration of [next, done_end), or a new loop. */
         if (s->loop_start == next && s->loop_end == done_end) {
+            if (s->loop_anchor != next) {
+                if (s->loop_acc_blocks + 1 < MULTI_BLOCKS || s->loop_have == 2) {
+                    /* compared where it was entered: on round to there */
+                    s->loop_acc_cost += cost;
+                    s->loop_acc_insns += insns;
+                    s->loop_acc_blocks += 1;
+                    return 0;
+                }
+                s->loop_anchor = next; /* not back there within MULTI_BLOCKS: compared here, afresh */
+                s->loop_count = 0;
+                s->loop_have = 0;
+                s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
+                return 0;
+            }
             uint64_t c = (uint64_t)s->loop_acc_cost + cost, n = (uint64_t)s->loop_acc_insns + insns;
             uint64_t b = (uint64_t)s->loop_acc_blocks + 1;
             s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
             return iteration(s, next | 1u, done_end, c, n, b, 1);
         }
         s->loop_start = next;
+        s->loop_anchor = next;
         s->loop_end = done_end;
         s->loop_count = 0;
         s->loop_have = 0;
@@ -294,6 +317,12 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
         s->loop_acc_cost += cost;
         s->loop_acc_insns += insns;
         s->loop_acc_blocks += 1;
+        if (next == s->loop_anchor && next != s->loop_start) {
+            /* Round again to where it was entered: an iteration, as at a back edge. */
+            uint64_t c = s->loop_acc_cost, n = s->loop_acc_insns, b = s->loop_acc_blocks;
+            s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
+            return iteration(s, s->loop_start | 1u, s->loop_end, c, n, b, 1);
+        }
         return 0;
     }
     pk_idle_enter(s, done_start, done_end, next); /* left it: a known loop may begin here */
@@ -319,12 +348,18 @@ void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t
         uint32_t end = s->verdict_end[i];
         if (a >= end || end - t > MULTI_SPAN) continue;
         s->loop_start = t;
+        s->loop_anchor = a;
         s->loop_end = end;
-        s->loop_count = 0;
-        s->loop_have = 0;
+        s->loop_count = 1;
         s->loop_misses = 0;
         s->loop_since = s->cycles;
         s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
+        /* The registers here are those the loop comes round to (its code is all there
+         * is between two visits of ``a``): the first iteration is compared with them. */
+        regs_changed(s, key);
+        s->loop_have = 1;
+        s->loop_py_reads = s->py_reads;
+        s->loop_dev_events = s->dev_events;
         return;
     }
 }
@@ -414,10 +449,10 @@ int pk_idle_relevant(pk_state *s, uint32_t start, uint32_t end, uint32_t *tag) {
     uint32_t hi = end > start + MULTI_SPAN ? end : start + MULTI_SPAN;
     hi += 4;
     uint32_t n = (hi - lo) / 2;
-    if (s->mem_read(s->uc, lo, hw, 2 * n) == 0) {
+    if (pk_mem_read(s, lo, hw, 2 * n) == 0) {
         memset(have, 1, n); /* one read for the whole span (each halfword's read is a memory-map lookup) */
     } else {
-        for (uint32_t i = 0; i < n; i++) have[i] = s->mem_read(s->uc, lo + 2 * i, &hw[i], 2) == 0;
+        for (uint32_t i = 0; i < n; i++) have[i] = pk_mem_read(s, lo + 2 * i, &hw[i], 2) == 0;
     }
 #define HW(addr) (hw[((addr) - lo) / 2])
 #define HAVE(addr) ((addr) >= lo && (addr) + 2 <= hi && have[((addr) - lo) / 2])

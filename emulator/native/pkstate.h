@@ -157,7 +157,8 @@ typedef struct {
     uint32_t pad_tlb;
     /* ---- idle loops (idle.c) ---- */
     uint32_t loop_misses;       /* iterations in a row whose registers differed */
-    uint32_t pad_loop;
+    uint32_t loop_anchor;       /* a loop of several blocks: where its iterations are compared
+                                 * (its start, or where it was entered through a fall-through) */
     /* ---- counted mode (pkasim's engine, docs/engine.md): the generated code commits
      * each block and records the next one itself; pk_block_hook_counted runs only
      * at a block start where cycles >= limit, or where the block asks for it ---- */
@@ -228,6 +229,7 @@ uint32_t pk_cost_before(pk_state *s, uint32_t stop, uint32_t *insns);
 int pk_code_changed(pk_state *s, uint32_t addr, uint32_t len);
 int pk_next_to_take(const pk_nvic *n, int primask);
 int pk_would_wake(const pk_nvic *n);
+int pk_mem_read(pk_state *s, uint32_t addr, void *out, uint32_t n);
 void pk_pend(pk_state *s, uint32_t exc);
 uint64_t pk_native_next(pk_state *s);
 void pk_native_due(pk_state *s);

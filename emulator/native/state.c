@@ -30,6 +30,15 @@ uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have) {
     return cache[r];
 }
 
+/* ------------------------------------------------------------------ guest memory */
+
+/* Guest memory [addr, addr + n) from the host memory behind its region (RAM and flash,
+ * mapped from host memory by the bus: what uc_mem_read returns, without its memory-map
+ * walk), else through Unicorn; 0 on success, as uc_mem_read. */
+int pk_mem_read(pk_state *s, uint32_t addr, void *out, uint32_t n) {
+    return s->code ? pk_code_read(s->code, s->uc, addr, out, n) : s->mem_read(s->uc, addr, out, n);
+}
+
 /* ------------------------------------------------------------------ the executing block */
 
 /* Commit the block that is executing: all of it (it ran to its end, or is about to
