@@ -91,22 +91,6 @@ typedef struct {
 
 /* ------------------------------------------------------------------ maths */
 
-static int geq(const uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
-    if (top) return 1;
-    for (uint32_t i = w; i-- > 0;)
-        if (t[i] != n[i]) return t[i] > n[i];
-    return 1;
-}
-
-static uint32_t sub_n(uint32_t *t, const uint32_t *n, uint32_t w) {
-    uint64_t borrow = 0;
-    for (uint32_t i = 0; i < w; i++) {
-        uint64_t d = (uint64_t)t[i] - n[i] - borrow;
-        t[i] = (uint32_t)d;
-        borrow = (d >> 63) & 1;
-    }
-    return (uint32_t)borrow;
-}
 
 /* r = a + b mod 2^(32w) (sub = 0) or a - b (sub = 1); returns the carry or borrow out. */
 static uint32_t add_sub(uint32_t *r, const uint32_t *a, const uint32_t *b, uint32_t w, int sub) {
@@ -144,11 +128,11 @@ int pk_pka_arith(uint32_t op, uint32_t *r, const uint32_t *a, const uint32_t *b,
         return pk_montmul(r, a, b, n, w);
     }
     if (op != OP_MODADD && op != OP_MODSUB) return -1;
-    if (geq(a, 0, n, w) || geq(b, 0, n, w)) return -1; /* pka.py reduces them fully, or refuses */
+    if (pk_geq(a, 0, n, w) || pk_geq(b, 0, n, w)) return -1; /* pka.py reduces them fully, or refuses */
     uint32_t t[MAX_WORDS];
     if (op == OP_MODADD) {
         uint32_t top = add_sub(t, a, b, w, 0);
-        if (geq(t, top, n, w)) sub_n(t, n, w); /* a + b < 2N: one subtraction */
+        if (pk_geq(t, top, n, w)) pk_sub_n(t, n, w); /* a + b < 2N: one subtraction */
     } else if (add_sub(t, a, b, w, 1)) {
         add_sub(t, t, n, w, 0);                /* a - b > -N: one addition */
     }
@@ -236,8 +220,8 @@ static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     if (pair) memcpy(a2, p->ram + p->regs[A2PTR], 4u * words);
     /* strict_operands: a modular operand at or above N is pka.py's to refuse (OPERRF);
      * MODADD and MODSUB already leave those to it */
-    if ((op == OP_MONTMUL || pair) && p->strict && (geq(a, 0, n, words) || geq(b, 0, n, words))) return -1;
-    if (pair && p->strict && geq(a2, 0, n, words)) return -1;
+    if ((op == OP_MONTMUL || pair) && p->strict && (pk_geq(a, 0, n, words) || pk_geq(b, 0, n, words))) return -1;
+    if (pair && p->strict && pk_geq(a2, 0, n, words)) return -1;
     uint32_t carry;
     if (pk_pka_arith(pair ? OP_MONTMUL : op, p->result, a, b, n, words, &carry) != 0) return -1;
     if (pair && pk_pka_arith(OP_MONTMUL, p->result2, a2, b, n, words, &carry) != 0) return -1;

@@ -20,22 +20,6 @@ static uint32_t neg_inv32(uint32_t n0) {
 }
 
 
-static int geq(const uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
-    if (top) return 1;
-    for (uint32_t i = w; i-- > 0;)
-        if (t[i] != n[i]) return t[i] > n[i];
-    return 1;
-}
-
-static uint32_t sub_n(uint32_t *t, const uint32_t *n, uint32_t w) {
-    uint64_t borrow = 0;
-    for (uint32_t i = 0; i < w; i++) {
-        uint64_t d = (uint64_t)t[i] - n[i] - borrow;
-        t[i] = (uint32_t)d;
-        borrow = (d >> 63) & 1;
-    }
-    return (uint32_t)borrow;
-}
 
 /* The same product on 64-bit limbs (even w): a quarter of the multiplications. */
 static uint64_t neg_inv64(uint64_t n0) {
@@ -460,8 +444,8 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int montmul_ifma(u
     uint32_t u32[MAX_WORDS + 2];
     memcpy(u32, u, 8u * words);
     uint32_t top = u32[w];
-    for (int i = 0; i < 4 && geq(u32, top, n, w); i++) top -= sub_n(u32, n, w);
-    if (geq(u32, top, n, w)) return -1;
+    for (int i = 0; i < 4 && pk_geq(u32, top, n, w); i++) top -= pk_sub_n(u32, n, w);
+    if (pk_geq(u32, top, n, w)) return -1;
     memcpy(r, u32, 4u * w);
     return 0;
 }
@@ -516,8 +500,8 @@ int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t
         t[w - 1] = (uint32_t)c;
         t[w] = t[w + 1] + (uint32_t)(c >> 32);
     }
-    for (int k = 0; k < 4 && geq(t, t[w], n, w); k++) t[w] -= sub_n(t, n, w);
-    if (geq(t, t[w], n, w)) return -1;
+    for (int k = 0; k < 4 && pk_geq(t, t[w], n, w); k++) t[w] -= pk_sub_n(t, n, w);
+    if (pk_geq(t, t[w], n, w)) return -1;
     memcpy(r, t, sizeof(uint32_t) * w);
     return 0;
 }

@@ -6,6 +6,26 @@
 
 #define PK_MONTMUL_MAX_WORDS 128
 
+/* t (w words, plus ``top`` above them) >= n (w words): the test before a final
+ * subtraction, here and in pka_fast.c's MODADD. */
+static inline int pk_geq(const uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
+    if (top) return 1;
+    for (uint32_t i = w; i-- > 0;)
+        if (t[i] != n[i]) return t[i] > n[i];
+    return 1;
+}
+
+/* t -= n (w words); returns the borrow out. */
+static inline uint32_t pk_sub_n(uint32_t *t, const uint32_t *n, uint32_t w) {
+    uint64_t borrow = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        uint64_t d = (uint64_t)t[i] - n[i] - borrow;
+        t[i] = (uint32_t)d;
+        borrow = (d >> 63) & 1;
+    }
+    return (uint32_t)borrow;
+}
+
 /* r = a * b * 2^(-32w) mod n (odd n, 1 <= w <= PK_MONTMUL_MAX_WORDS words), fully
  * reduced: 0; -1 (r untouched) when the product is left above 4n. r may alias a or b. */
 int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w);
