@@ -108,24 +108,33 @@ def test_exception_registers_read_at_once_are_what_reading_them_one_by_one_gives
     assert (got["at_once"]["control"], got["at_once"]["primask"], got["at_once"]["psp"]) == (2, 1, 0x20000400)
 
 
-# uc_emu_stop from a code hook, with no PC written: the exit check after the hook ends
-# the run before the hooked instruction, PC restored to it.
-STOP_CHILD = r"""
+
+# A Cortex-M0 core with ``code`` at address 0, for the children below.
+BARE_CORE = r"""
 import json
 from pkasim.core import cpu  # chooses the engine (PKASIM_ENGINE) before Unicorn is used
 from pkasim.native import engine
-from unicorn import Uc, UC_ARCH_ARM, UC_MODE_THUMB, UC_MODE_MCLASS, UC_HOOK_CODE
+from unicorn import Uc, UC_ARCH_ARM, UC_MODE_THUMB, UC_MODE_MCLASS, UC_HOOK_BLOCK, UC_HOOK_CODE
 from unicorn import arm_const as A
+
+def bare(code):
+    uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
+    uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
+    uc.mem_map(0, 0x1000)
+    uc.mem_write(0, code)
+    return uc
+"""
+
+# uc_emu_stop from a code hook, with no PC written: the exit check after the hook ends
+# the run before the hooked instruction, PC restored to it.
+STOP_CHILD = BARE_CORE + r"""
 code = bytes.fromhex(
     "0120"  # 0x00 movs r0, #1
     "0221"  # 0x02 movs r1, #2   <- the code hook stops the run here
     "0322"  # 0x04 movs r2, #3
     "00bf"  # 0x06 nop (the end of the run)
 )
-uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
-uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
-uc.mem_map(0, 0x1000)
-uc.mem_write(0, code)
+uc = bare(code)
 def stop(uc, address, size, user):
     uc.emu_stop()
 uc.hook_add(UC_HOOK_CODE, stop, begin=2, end=2)
@@ -143,12 +152,7 @@ def test_an_emu_stop_from_a_code_hook_ends_the_run_before_the_hooked_instruction
 
 # A PC written from a block hook: the block does not run, the run goes on at the new PC
 # (the exit check at the block's start leaves it; patch 21 keeps the run going).
-BLOCK_PC_CHILD = r"""
-import json
-from pkasim.core import cpu  # chooses the engine (PKASIM_ENGINE) before Unicorn is used
-from pkasim.native import engine
-from unicorn import Uc, UC_ARCH_ARM, UC_MODE_THUMB, UC_MODE_MCLASS, UC_HOOK_BLOCK
-from unicorn import arm_const as A
+BLOCK_PC_CHILD = BARE_CORE + r"""
 code = bytes.fromhex(
     "0120"  # 0x00 movs r0, #1
     "01e0"  # 0x02 b 0x08        (ends the block)
@@ -158,10 +162,7 @@ code = bytes.fromhex(
     "0322"  # 0x10 movs r2, #3
     "00bf"  # 0x12 nop (the end of the run)
 )
-uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
-uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
-uc.mem_map(0, 0x1000)
-uc.mem_write(0, code)
+uc = bare(code)
 seen = []
 def block(uc, address, size, user):
     seen.append(address)
@@ -184,12 +185,7 @@ def test_a_pc_written_from_a_block_hook_skips_the_block_and_goes_on_at_the_new_p
 # new PRIMASK, its next block looked up (from the generated code since patch 27, unless
 # an interrupt request is pending): the same blocks, registers and PRIMASK on both
 # engines.
-CPS_CHILD = r"""
-import json
-from pkasim.core import cpu  # chooses the engine (PKASIM_ENGINE) before Unicorn is used
-from pkasim.native import engine
-from unicorn import Uc, UC_ARCH_ARM, UC_MODE_THUMB, UC_MODE_MCLASS, UC_HOOK_BLOCK
-from unicorn import arm_const as A
+CPS_CHILD = BARE_CORE + r"""
 code = bytes.fromhex(
     "72b6"  # 0x00 cpsid i
     "0120"  # 0x02 movs r0, #1
@@ -198,10 +194,7 @@ code = bytes.fromhex(
     "72b6"  # 0x08 cpsid i
     "00bf"  # 0x0a nop (the end of the run)
 )
-uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
-uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
-uc.mem_map(0, 0x1000)
-uc.mem_write(0, code)
+uc = bare(code)
 seen = []
 def block(uc, address, size, user):
     seen.append([address, uc.reg_read(A.UC_ARM_REG_PRIMASK)])

@@ -22,17 +22,7 @@ from pkasim.core.machine import Machine
 
 LONG = 5000  # more than PK_SH_BUF (4096)
 
-SOURCE = f"""
-    .syntax unified
-    .cpu cortex-m0
-    .thumb
-    .section .vectors, "a"
-    .word 0x20001000
-    .word reset
-    .text
-    .thumb_func
-reset:
-    movs r0, #4
+SOURCE = U.BARE_START + f"""    movs r0, #4
     ldr r1, =first
     bkpt 0xab
     movs r0, #3
@@ -65,9 +55,7 @@ long: .fill {LONG}, 1, 0x78
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory) -> Path:
-    if U.assembler() is None:
-        pytest.skip("no ARM assembler (pip package ziglang, or arm-none-eabi-gcc)")
-    return U.assemble(SOURCE, tmp_path_factory.mktemp("console"), "console")
+    return U.assemble_or_skip(SOURCE, tmp_path_factory.mktemp("console"), "console")
 
 
 def _run(path: Path, *, debugger: bool) -> tuple[bytes, int, int, str]:

@@ -482,6 +482,29 @@ def assembler() -> list[str] | None:
         return [gcc, "-mcpu=cortex-m0", "-mthumb"] if gcc else None
 
 
+# The start of a bare image whose reset handler follows (label ``reset``): the vector
+# table's SP and reset entries, then the code.
+BARE_START = """
+    .syntax unified
+    .cpu cortex-m0
+    .thumb
+    .section .vectors, "a"
+    .word 0x20001000
+    .word reset
+    .text
+    .thumb_func
+reset:
+"""
+
+
+def assemble_or_skip(source: str, directory: Path, name: str) -> Path:
+    """assemble(), or the test skipped (saying why) where no ARM assembler is installed."""
+    if assembler() is None:
+        import pytest
+        pytest.skip("no ARM assembler (pip package ziglang, or arm-none-eabi-gcc)")
+    return assemble(source, directory, name)
+
+
 def assemble(source: str, directory: Path, name: str) -> Path:
     """Assemble and link a bare image (LINKER_SCRIPT's map) into directory/name.elf."""
     cc = assembler()
