@@ -64,7 +64,10 @@ NATIVE = [
         include_dirs=["emulator/native"],
         depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",
                  "emulator/native/unaligned.h", "emulator/native/observe.h", "peripherals/pka_montmul.h"],
-        extra_compile_args=["-O3", "-std=c99"],
+        # calls between the library's own functions bind within it, not through the PLT
+        # (as engine patch 0023 does for the engine); the symbols stay exported for ctypes
+        extra_compile_args=["-O3", "-std=c99"] + (["-fno-semantic-interposition"] if sys.platform.startswith("linux") else []),
+        extra_link_args=["-Wl,-Bsymbolic-functions"] if sys.platform.startswith("linux") else [],
         py_limited_api=False,
     ),
 ]
