@@ -37,9 +37,9 @@ typedef struct {
 
 /* Access lists of cached blocks, direct-mapped by start address: where a peripheral
  * access falls in its block (cyclehook.c pk_access_offset) without decoding the block
- * again on every access. A slot names its list in one pool: a run touches a few pages
- * of them (a slot of its own for each list, 780 bytes apiece, cost a page fault per
- * few slots on each new machine, and a cache miss per lookup). */
+ * again on every access. The slots are small and the lists share one pool, so a run
+ * touches a few pages of them (a whole list in each slot was 780 bytes a slot: a page
+ * fault every few slots on each new machine, and a cache miss at each lookup). */
 #define ACC_SLOTS 1024u
 #define ACC_POOL_MAX 65536u /* entries: past this the lists are built again from empty */
 
@@ -356,15 +356,10 @@ static rep_t rep_add(rep_t x, rep_t y) {
  * what uc_mem_read returns, without its memory-map walk), else through Unicorn; 0 on
  * success, as uc_mem_read. */
 int pk_code_read(pk_code *c, void *uc, uint32_t addr, void *out, uint32_t n) {
-    const pk_amap *map = &c->t.memory;
-    for (uint32_t i = 0; i < map->n; i++) {
-        const pk_amem *m = &map->mem[i];
-        if (m->size >= n && addr - m->base <= m->size - n) {
-            memcpy(out, m->host + (addr - m->base), n);
-            return 0;
-        }
-    }
-    return c->mem_read(uc, addr, out, n);
+    const uint8_t *src = pk_amap_host(&c->t.memory, addr, n);
+    if (!src) return c->mem_read(uc, addr, out, n);
+    memcpy(out, src, n);
+    return 0;
 }
 
 /* The guest bytes of [start, end) into buf (which holds end - start + 2 bytes); the

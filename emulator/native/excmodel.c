@@ -53,9 +53,6 @@ static void wr_core(pk_state *s, int r, uint32_t v) {
     else wr(s, s->regids[r], v);
 }
 
-/* Guest memory through the host memory behind RAM and flash (state.c). */
-static int mem_rd(pk_state *s, uint32_t addr, void *out, uint32_t n) { return pk_mem_read(s, addr, out, n); }
-
 /* ------------------------------------------------------------------ entry and return */
 
 static int stackable(const pk_state *s, uint32_t addr, uint32_t n) {
@@ -101,7 +98,7 @@ static int take_m(pk_state *s, int exc, uint32_t return_pc) {
     uint32_t realign = sp & 4;
     uint32_t frame_sp = sp - 32 - (realign ? 4 : 0);
     if (!stackable(s, frame_sp, 32)) return -1;
-    if (mem_rd(s, s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
+    if (pk_mem_read(s, s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
     frame_of(s, frame, return_pc, m.xpsr, realign);
     s->mem_write(s->uc, frame_sp, frame, 32);
     pk_code_changed(s, frame_sp, 32); /* a frame stacked over cached code makes it stale */
@@ -129,7 +126,7 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc) {
     uint32_t frame_sp = sp - 32 - (realign ? 4 : 0);
     uint32_t vector = 0, frame[8], exc_return;
     if (!stackable(s, frame_sp, 32)) return -1;
-    if (mem_rd(s, s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
+    if (pk_mem_read(s, s->vtor + 4u * (uint32_t)exc, &vector, 4) != 0 || !(vector & 1)) return -1;
     frame_of(s, frame, return_pc, xpsr, realign);
     s->mem_write(s->uc, frame_sp, frame, 32);
     pk_code_changed(s, frame_sp, 32); /* a frame stacked over cached code makes it stale */
@@ -176,7 +173,7 @@ static void returned(pk_state *s, const uint32_t w[8], uint32_t current) {
  * from the frame at sp (read into w); 0 when Python must do it. */
 static int returnable(pk_state *s, uint32_t exc_return, uint32_t current, uint32_t sp, uint32_t w[8]) {
     int to_thread = exc_return != EXC_RETURN_HANDLER;
-    if (!stackable(s, sp, 32) || mem_rd(s, sp, w, 32) != 0) return 0;
+    if (!stackable(s, sp, 32) || pk_mem_read(s, sp, w, 32) != 0) return 0;
     if (to_thread && (w[7] & 0x3F)) return 0;         /* Python logs the odd frame */
     if (to_thread && s->sleep_on_exit && !(s->nvic->active & ~((uint64_t)1 << current)))
         return 0;                                     /* sleep-on-exit: Python sleeps */
@@ -249,17 +246,17 @@ static int pk_return(pk_state *s, uint32_t exc_return) {
 static int native_semihost(pk_state *s, uint32_t pc) {
     uint16_t hw = 0;
     if (!s->sh_native || !s->cur_valid || pc < s->cur_start || pc >= s->cur_end) return -1;
-    if (mem_rd(s, pc, &hw, 2) != 0 || hw != 0xBEAB) return -1;
+    if (pk_mem_read(s, pc, &hw, 2) != 0 || hw != 0xBEAB) return -1;
     uint32_t op = rd_core(s, 0), arg = rd_core(s, 1), n = 0, room = PK_SH_BUF - s->sh_len;
     char *out = s->sh_buf + s->sh_len;
     if (op == SYS_WRITEC) {
-        if (room < 1 || mem_rd(s, arg, out, 1) != 0) return -1;
+        if (room < 1 || pk_mem_read(s, arg, out, 1) != 0) return -1;
         n = 1;
     } else if (op == SYS_WRITE0) {
         for (;;) {
             char chunk[SH_CHUNK];
             uint32_t k = SH_CHUNK, i;
-            while (k && mem_rd(s, arg + n, chunk, k) != 0) k /= 2; /* near the end of a region */
+            while (k && pk_mem_read(s, arg + n, chunk, k) != 0) k /= 2; /* near the end of a region */
             if (!k) return -1;
             for (i = 0; i < k && chunk[i]; i++) {
                 if (n == room) return -1;
@@ -321,7 +318,7 @@ void pk_wfi_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     (void)size;
     if (!s->native_on) return; /* the WFI halts the engine; the run loop sleeps */
     uint16_t hw = 0;
-    if (mem_rd(s, (uint32_t)address, &hw, 2) != 0 || (hw != 0xBF30 && hw != 0xBF20))
+    if (pk_mem_read(s, (uint32_t)address, &hw, 2) != 0 || (hw != 0xBF30 && hw != 0xBF20))
         return; /* the code there was rewritten since the hook was placed */
     pk_commit_block(s);
     for (;;) {

@@ -333,11 +333,11 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
  * after the block [done_start, done_end): when a loop of several blocks whose verdict
  * (made at an earlier entry) lets it idle starts at ``a``, or inside the block before
  * that fell through into ``a`` (a compiler puts the loop's first instructions after
- * the code before it, in one block), follow that loop from this entry, as if its back
- * edge had just been seen. Its first back edge then ends a whole iteration, compared
- * as the next: a poll entered again (once per PKA operation, say) is fast-forwarded
- * an iteration sooner each time, to the same counts (which iterations are compared
- * changes only how soon it is skipped; the first one's cycles are not used). */
+ * the code before it, in one block), follow that loop from this entry with ``a`` as
+ * its anchor: its registers noted here, and compared each time it comes round to
+ * ``a`` (pk_idle_track). A poll entered again (once per PKA operation, say) is then
+ * skipped after one round, to the same counts (which rounds are compared changes only
+ * how soon it is skipped). */
 void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a) {
     s->loop_start = 0xFFFFFFFFu;
     s->loop_end = 0;

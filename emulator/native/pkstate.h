@@ -164,7 +164,7 @@ typedef struct {
      * at a block start where cycles >= limit, or where the block asks for it ---- */
     uint64_t limit;             /* 0: the next block start calls the hook */
     uint64_t limit_inline;      /* limit, or 0 while a span is set: the quick test of the blocks
-                                 * that need no other (engine patch 19; pk_counted_limit keeps it) */
+                                 * that need no other (engine patch 19; pk_counted_relimit keeps it) */
     uint32_t span_lo, span_hi;  /* a loop decided not idle: its blocks need no hook */
     uint32_t counted;           /* the engine keeps the accounting (else pk_block_hook) */
     uint32_t cur_mode;          /* the current block's code cache mode (counted mode) */

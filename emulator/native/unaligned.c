@@ -628,7 +628,7 @@ typedef struct {
 } stores_t;
 
 /* Guest memory at [addr, addr + size) in host memory (NULL: not RAM or flash). */
-static const uint8_t *host_at(pk_amap *map, uint32_t addr, uint32_t size) {
+const uint8_t *pk_amap_host(pk_amap *map, uint32_t addr, uint32_t size) {
     const pk_amem *m = &map->mem[map->last];
     if (addr - m->base < m->size && m->size - (addr - m->base) >= size)
         return m->host + (addr - m->base); /* where the last load was: most are */
@@ -650,7 +650,7 @@ static uint32_t host_value(const uint8_t *src, uint32_t size) {
 /* Guest memory at [addr, addr + size) as the block will see it: host memory, then the
  * block's earlier stores over it. 0 when it cannot be known before the block runs. */
 static int mem_get(pk_amap *map, const stores_t *st, uint32_t addr, uint32_t size, uint32_t *out) {
-    const uint8_t *src = host_at(map, addr, size);
+    const uint8_t *src = pk_amap_host(map, addr, size);
     if (!src) return 0;
     if (!st->n) { /* no store before it: the host bytes, little-endian as the guest's */
         *out = host_value(src, size);
@@ -698,7 +698,7 @@ static int load_then_check(const pk_aop *ops, pk_amap *map, const pk_aregs *regs
         *addr = a;
         return PK_ALIGN_FAULT;
     }
-    const uint8_t *src = host_at(map, a, size);
+    const uint8_t *src = pk_amap_host(map, a, size);
     if (!src) {
         *pc = c->pc;
         *addr = 0;
@@ -757,7 +757,7 @@ int pk_align_run(const pk_aop *ops, uint32_t n, pk_amap *map, const pk_aregs *re
             continue;
         }
         if (o->op == A_LOAD && o->size == 4 && !st.n) { /* (a local's value from the stack, most often) */
-            const uint8_t *src = host_at(map, x + y + (uint32_t)o->imm, 4);
+            const uint8_t *src = pk_amap_host(map, x + y + (uint32_t)o->imm, 4);
             v[o->d] = src ? host_value(src, 4) : 0;
             if (!src) unknown = 1;
             continue;

@@ -150,6 +150,8 @@ static inline int pk_align_quick(const pk_aop *ops, uint32_t n, const pk_amap *m
 /* Building one block's program, instruction by instruction (codecache.c fill()). */
 typedef struct pk_abuild pk_abuild;
 
+/* Guest memory at [addr, addr + size) in host memory, from the map (NULL: not RAM or flash). */
+PK_INTERNAL const uint8_t *pk_amap_host(pk_amap *map, uint32_t addr, uint32_t size);
 PK_INTERNAL pk_abuild *pk_abuild_new(void);
 PK_INTERNAL void pk_abuild_free(pk_abuild *b);
 PK_INTERNAL void pk_abuild_start(pk_abuild *b);
