@@ -114,7 +114,9 @@ class Bus:
                 if write:
                     dev.write(offset, size, value)
                     return 0
-                core.state.py_reads += 1
+                state = core.state
+                state.py_reads += 1
+                state.py_read_at = state.cycles  # (idle.c: was it made in the block before a loop?)
                 return dev.read(offset, size) & ((1 << (8 * size)) - 1)
             finally:
                 self.now.offset = 0
@@ -160,7 +162,9 @@ class Bus:
         if dev is None:
             guest_log.warning("read of unassigned peripheral address 0x%08x (reads as zero)", addr)
             return 0
-        self.core.state.py_reads += 1  # a Python device may change by itself: no idle fast-forward
+        state = self.core.state
+        state.py_reads += 1  # a Python device may change by itself: no idle fast-forward
+        state.py_read_at = state.cycles  # (idle.c: was it made in the block before a loop?)
         self.now.offset = self._access_offset(addr)
         try:
             return dev.read(addr - dev.base, size) & ((1 << (8 * size)) - 1)

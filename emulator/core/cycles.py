@@ -342,6 +342,125 @@ def loop_registers(code: bytes) -> int:
     return mask
 
 
+# APSR's flags as register bits beside r0-r14 (loop_self_contained, idle.c self_contained).
+_N, _Z, _C, _V = 1 << 16, 1 << 17, 1 << 18, 1 << 19
+_NZ = _N | _Z
+_NZCV = _N | _Z | _C | _V
+# The flags each condition of B<cond> reads (EQ NE CS CC MI PL VS VC HI LS GE LT GT LE).
+_COND_READS = (_Z, _Z, _C, _C, _N, _N, _V, _V, _C | _Z, _C | _Z, _N | _V, _N | _V, _Z | _N | _V, _Z | _N | _V)
+
+
+def _uses16(hw: int) -> tuple[int, int, int] | None:
+    """What the 16-bit instruction ``hw`` of an idle loop reads, always writes, and may
+    write (r0-r14 as bits 0-14, APSR's N Z C V as bits 16-19; PC, read as a constant, is
+    not counted): None for one that writes PC, stores or is not an idle loop's
+    (idle_ok16). A write that depends on the data (C of a shift by a register: kept
+    when the amount is 0) is a 'may write'."""
+    lo, mid, top = hw & 7, hw >> 3 & 7, hw >> 6 & 7
+    if hw < 0x1800:  # lsls lsrs asrs rd, rm, #imm (lsls #0 is movs: C kept)
+        return 1 << mid, 1 << lo | _NZ | (0 if hw < 0x0800 and hw >> 6 & 0x1F == 0 else _C), 0
+    if hw < 0x1C00:  # adds subs rd, rn, rm
+        return 1 << mid | 1 << top, 1 << lo | _NZCV, 0
+    if hw < 0x2000:  # adds subs rd, rn, #imm3
+        return 1 << mid, 1 << lo | _NZCV, 0
+    rd8 = 1 << (hw >> 8 & 7)
+    if hw < 0x2800:  # movs rd, #imm8
+        return 0, rd8 | _NZ, 0
+    if hw < 0x3000:  # cmp rn, #imm8
+        return rd8, _NZCV, 0
+    if hw < 0x4000:  # adds subs rdn, #imm8
+        return rd8, rd8 | _NZCV, 0
+    if hw < 0x4400:  # the ALU operations, rdn and rm
+        op, both = hw >> 6 & 0xF, 1 << lo | 1 << mid
+        if op in (2, 3, 4, 7):  # lsls lsrs asrs rors by a register
+            return both, 1 << lo | _NZ, _C
+        if op in (5, 6):  # adcs sbcs
+            return both | _C, 1 << lo | _NZCV, 0
+        if op == 8:  # tst
+            return both, _NZ, 0
+        if op == 9:  # rsbs rd, rn, #0
+            return 1 << mid, 1 << lo | _NZCV, 0
+        if op in (10, 11):  # cmp cmn
+            return both, _NZCV, 0
+        if op == 15:  # mvns
+            return 1 << mid, 1 << lo | _NZ, 0
+        return both, 1 << lo | _NZ, 0  # ands eors orrs muls bics (muls keeps C and V on ARMv6-M)
+    if hw < 0x4700:  # add cmp mov with high registers
+        op, rdn, rm = hw >> 8 & 3, 1 << ((hw & 7) | (hw >> 4 & 8)), 1 << (hw >> 3 & 0xF)
+        if op != 1 and rdn == 1 << 15:
+            return None  # writes PC: a branch
+        if op == 0:
+            return (rdn | rm) & 0x7FFF, rdn, 0
+        if op == 1:
+            return (rdn | rm) & 0x7FFF, _NZCV, 0
+        return rm & 0x7FFF, rdn, 0
+    if 0x4800 <= hw < 0x5000 or 0xA000 <= hw < 0xA800:  # ldr rt, [pc, #]; adr
+        return 0, rd8, 0
+    if 0x5600 <= hw < 0x6000:  # loads, register offset
+        return 1 << mid | 1 << top, 1 << lo, 0
+    if 0x6000 <= hw < 0x9000 and hw & 0x0800:  # loads, immediate offset
+        return 1 << mid, 1 << lo, 0
+    if 0x9800 <= hw < 0xA000 or 0xA800 <= hw < 0xB000:  # ldr rt, [sp, #]; add rd, sp, #
+        return 1 << 13, rd8, 0
+    if 0xB000 <= hw < 0xB100:  # add sub sp, #
+        return 1 << 13, 1 << 13, 0
+    if hw >> 8 == 0xB2 or 0xBA00 <= hw < 0xBB00 and hw & 0xC0 != 0x80:  # extends, rev rev16 revsh
+        return 1 << mid, 1 << lo, 0
+    if hw == 0xBF00:  # nop
+        return 0, 0, 0
+    if 0xC800 <= hw < 0xD000 and hw & 0xFF:  # ldm rn!, {list}
+        return rd8, hw & 0xFF | (0 if rd8 & hw else rd8), 0
+    if 0xD000 <= hw < 0xDE00:  # b<cond>
+        return _COND_READS[hw >> 8 & 0xF], 0, 0
+    if 0xE000 <= hw < 0xE800:  # b
+        return 0, 0, 0
+    return None
+
+
+def _branch16(hw: int, at: int) -> int | None:
+    """The target of B or B<cond> at offset ``at``, else None."""
+    if hw & 0xF000 == 0xD000 and hw & 0x0F00 < 0x0E00:
+        return at + 4 + 2 * (((hw & 0xFF) ^ 0x80) - 0x80)
+    if hw & 0xF800 == 0xE000:
+        return at + 4 + 2 * (((hw & 0x7FF) ^ 0x400) - 0x400)
+    return None
+
+
+def loop_self_contained(code: bytes) -> bool:
+    """Whether every iteration of the idle loop whose code is ``code`` (from its start,
+    round to its start again) does the same as the one before it, whatever the
+    registers were when it began: its code is straight-line (16-bit instructions; a
+    branch before the last only out of the code, forward or back, the last one back to
+    the start), so an iteration that comes round runs every instruction in order; and each
+    register or flag of APSR (N, Z, C, V counted apart) that the code writes is written
+    before it is read. What it computes then depends only on memory, devices and the
+    registers it never writes. idle.c then skips the loop after one whole iteration
+    instead of comparing the registers of two (VERDICT_SELF; idle.c self_contained, the
+    same rule)."""
+    n = len(code) // 2
+    if n == 0 or len(code) % 2:
+        return False
+    hws = [int.from_bytes(code[2 * i:2 * i + 2], "little") for i in range(n)]
+    if _branch16(hws[-1], 2 * n - 2) != 0:
+        return False
+    uses = [_uses16(hw) for hw in hws]
+    if any(hw >> 11 >= 0x1D for hw in hws) or None in uses:
+        return False
+    written = 0
+    for _, always, maybe in uses:  # type: ignore[misc]
+        written |= always | maybe
+    done = 0
+    for i, (hw, use) in enumerate(zip(hws, uses)):
+        target = _branch16(hw, 2 * i)
+        if i + 1 < n and target is not None and 0 <= target < 2 * n:
+            return False  # a branch within the loop's code: not straight-line
+        reads, always, _ = use  # type: ignore[misc]
+        if reads & written & ~done:
+            return False  # read before this iteration wrote it: the iteration before decides it
+        done |= always
+    return True
+
+
 @functools.lru_cache(maxsize=4096)
 def loop_can_idle(code: bytes, addr: int) -> bool:
     """Whether a loop's code can change nothing but its own registers. Remembered:

@@ -43,7 +43,7 @@ from pkasim.base.kinds import Kind
 from pkasim.core.breakpoints import Breakpoints
 from pkasim.core.bus import Bus
 from pkasim.core.cpu import NO_DEADLINE, REG_IDS, Core
-from pkasim.core.cycles import loop_can_idle, loop_registers
+from pkasim.core.cycles import loop_can_idle, loop_registers, loop_self_contained
 from pkasim.core.exceptions import EXC_RETURNS, ExceptionModel, Fault, Lockup
 from pkasim.core.results import RunResult, Stop, StopReason
 from pkasim.core.settle import Settler
@@ -212,6 +212,7 @@ class RunLoop:
         s = core.state
         s.stop_reason = native.STOP_NONE
         s.split_start = 0xFFFFFFFF  # admits the rest of a split block in this run only
+        s.whole_next = native.PK_NONE  # (idle.c) an iteration that straddles a stop is not seen whole
         self._py_stop = None
         self._mem_fault = None
         self._mem_fault_pc = None
@@ -755,17 +756,20 @@ class RunLoop:
         ok = not (self.breakpoints & set(range(start, end))) and not (until is not None and start <= until < end) \
             and not self.watch.watches_reads and not any(lo < end and start < hi for lo, hi in self.hooked)
         regs = 0
+        whole = False
         if ok:
             try:
                 code = self.bus.read_memory(start, end - start)
                 ok = loop_can_idle(code, start)
                 regs = loop_registers(code) if ok else 0
+                whole = ok and loop_self_contained(code)
             except UsageError:
                 ok = False
         i = (key >> 1) & (native.VERDICTS - 1)
         s.verdict_addr[i] = key
         s.verdict_end[i] = end
-        s.verdict[i] = (1 if ok else 2) | (native.VERDICT_PLAIN if self._plain_loop(start, end) else 0)
+        s.verdict[i] = (1 if ok else 2) | (native.VERDICT_PLAIN if self._plain_loop(start, end) else 0) \
+            | (native.VERDICT_SELF if whole else 0)
         s.verdict_regs[i] = regs  # the registers its iterations compare (0: all)
         if len(self._loops) < native.VERDICTS:
             self._loops[(key, end)] = start

@@ -21,6 +21,7 @@ NATIVE_BPS = 16  # PK_NATIVE_BPS: breakpoints the native loop verdict knows (mor
 TRUST = 1024  # PK_TRUST: trusted-loop slots (idle.c)
 SH_BUF = 4096  # PK_SH_BUF: semihosting console bytes kept natively (excmodel.c)
 VERDICT_PLAIN = 4  # verdict flag (pkstate.h): no back edge inside the loop's code but its last
+VERDICT_SELF = 8  # verdict flag (pkstate.h): its iterations are self-contained (cycles.loop_self_contained)
 
 (STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
  STOP_NATIVE_ERROR, STOP_ALIGN_SPLIT, STOP_SP_WRITE) = range(12)
@@ -225,6 +226,12 @@ class PkState(ctypes.Structure):
         # the M-profile exception registers in one call (engine patch 25; NULL on the stock wheel)
         ("m_read", ctypes.c_void_p),
         ("m_write", ctypes.c_void_p),
+        # a whole iteration of an idle loop, seen from its start (idle.c)
+        ("whole_py_reads", ctypes.c_uint64),
+        ("whole_dev_events", ctypes.c_uint64),
+        ("py_read_at", ctypes.c_uint64),
+        ("whole_next", ctypes.c_uint32),
+        ("whole_anchored", ctypes.c_uint32),
     ]
 
 

@@ -132,6 +132,18 @@ static uint32_t block_mode(pk_state *s, const pk_block *blk, const pk_block *scr
     return blk->mode;
 }
 
+/* Fetch rule with wait states: a block that does not continue sequentially fetches
+ * the word holding its first halfword; if that halfword is the upper half of a word
+ * the table has not charged the fetch, so the block at ``a`` (the one after the block
+ * prev_* records) costs it on top. */
+static uint32_t entry_fetch(const pk_state *s, uint32_t a) {
+    if (s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end) {
+        int seq = s->prev_valid && a == s->prev_end && ((s->prev_flags & PK_F_COND) || !(s->prev_flags & PK_F_BRANCH));
+        if (!seq) return s->fetch_ws;
+    }
+    return 0;
+}
+
 /* The trust epoch is over (or the count was set back since it began): idle.c. */
 static void trust_epoch(pk_state *s) {
     if (s->cycles >= s->trust_end || s->trust_end - s->cycles > PK_TRUST_CYCLES) pk_trust_expire(s);
@@ -194,11 +206,20 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
              * check follows is judged with the block before it, whichever that was. */
         } else if (a == done_start) {
             if (pk_idle_loop(s, a, s->cur_end, c, done_insns)) return;
-        } else if (a < done_start || s->loop_end) {
-            /* A branch back, or within a loop of several blocks being followed. */
-            if (pk_idle_track(s, done_start, s->cur_end, a, c, done_insns)) return;
         } else {
-            pk_idle_enter(s, done_start, s->cur_end, a); /* a known loop is followed from this entry */
+            /* The block about to run, as it runs when it goes on to its end. */
+            pk_upcoming up = {0, 0, 0};
+            if (blk) {
+                up.end = a + size;
+                up.cost = blk->cost + entry_fetch(s, a) - ((blk->last_flags & PK_F_COND) ? s->cond_penalty : 0);
+                up.insns = blk->insns;
+            }
+            if (a < done_start || s->loop_end) {
+                /* A branch back, or within a loop of several blocks being followed. */
+                if (pk_idle_track(s, done_start, s->cur_end, a, c, done_insns, &up)) return;
+            } else {
+                pk_idle_enter(s, done_start, s->cur_end, a, c, &up); /* a known loop is followed from here */
+            }
         }
     } else {
         trust_epoch(s);
@@ -278,14 +299,7 @@ admitted:
     }
     uint32_t cost = blk->cost, insns = blk->insns, flags = blk->last_flags;
     s->align_skip_start = 0xFFFFFFFFu;
-    /* Fetch rule with wait states: a block that does not continue sequentially
-     * fetches the word holding its first halfword; if that halfword is the upper
-     * half of a word the table has not charged the fetch, so charge it here. */
-    if (s->fetch_ws && (a & 2) && a >= s->flash_base && a < s->flash_end) {
-        int seq = s->prev_valid && a == s->prev_end &&
-                  ((s->prev_flags & PK_F_COND) || !(s->prev_flags & PK_F_BRANCH));
-        if (!seq) cost += s->fetch_ws;
-    }
+    cost += entry_fetch(s, a);
     s->cur_mode = mode;
     s->cur_valid = 1;
     s->cur_start = a;

@@ -96,11 +96,14 @@ void pk_trust_expire(pk_state *s) {
     s->loop_start = 0xFFFFFFFFu;
     s->loop_end = 0;
     s->loop_have = 0;
+    s->whole_next = PK_NONE;
     s->span_lo = 0xFFFFFFFFu;
     s->span_hi = 0;
 }
 
 /* ------------------------------------------------------------------ native verdicts */
+
+#define NATIVE_VERDICT_MAX 1024u /* bytes of loop code decided here; longer: Python */
 
 /* cycles.py idle_ok16, line for line: the 16-bit instructions capstone reads as one an
  * idle loop may hold (tests/test_cycle_model.py holds both equal to capstone). */
@@ -125,7 +128,129 @@ static uint32_t named16(uint32_t hw) {
     return 0;
 }
 
-#define NATIVE_VERDICT_MAX 1024u /* bytes of loop code decided here; longer: Python */
+
+/* APSR's flags as register bits beside r0-r14 (self_contained). */
+#define F_N (1u << 16)
+#define F_Z (1u << 17)
+#define F_C (1u << 18)
+#define F_V (1u << 19)
+#define F_NZ (F_N | F_Z)
+#define F_NZCV (F_N | F_Z | F_C | F_V)
+
+/* cycles.py _uses16, line for line: what a 16-bit instruction of an idle loop reads,
+ * always writes and may write (*maybe: C of a shift by a register, kept when the
+ * amount is 0); r0-r14 as bits 0-14, N Z C V as bits 16-19, PC (a constant) not
+ * counted. 0 for one that writes PC, stores or is not an idle loop's. */
+static int uses16(uint32_t hw, uint32_t *reads, uint32_t *always, uint32_t *maybe) {
+    static const uint32_t cond_reads[14] = {F_Z, F_Z, F_C, F_C, F_N, F_N, F_V, F_V, F_C | F_Z, F_C | F_Z,
+                                            F_N | F_V, F_N | F_V, F_Z | F_N | F_V, F_Z | F_N | F_V};
+    uint32_t lo = hw & 7, mid = hw >> 3 & 7, top = hw >> 6 & 7, rd8 = 1u << (hw >> 8 & 7);
+    *maybe = 0;
+    if (hw < 0x1800) { /* lsls lsrs asrs rd, rm, #imm (lsls #0 is movs: C kept) */
+        *reads = 1u << mid;
+        *always = 1u << lo | F_NZ | (hw < 0x0800 && (hw >> 6 & 0x1F) == 0 ? 0 : F_C);
+    } else if (hw < 0x1C00) { /* adds subs rd, rn, rm */
+        *reads = 1u << mid | 1u << top;
+        *always = 1u << lo | F_NZCV;
+    } else if (hw < 0x2000) { /* adds subs rd, rn, #imm3 */
+        *reads = 1u << mid;
+        *always = 1u << lo | F_NZCV;
+    } else if (hw < 0x2800) { /* movs rd, #imm8 */
+        *reads = 0;
+        *always = rd8 | F_NZ;
+    } else if (hw < 0x3000) { /* cmp rn, #imm8 */
+        *reads = rd8;
+        *always = F_NZCV;
+    } else if (hw < 0x4000) { /* adds subs rdn, #imm8 */
+        *reads = rd8;
+        *always = rd8 | F_NZCV;
+    } else if (hw < 0x4400) { /* the ALU operations, rdn and rm */
+        uint32_t op = hw >> 6 & 0xF, both = 1u << lo | 1u << mid;
+        *reads = both;
+        *always = 1u << lo | F_NZ;
+        if (op == 2 || op == 3 || op == 4 || op == 7) { /* lsls lsrs asrs rors by a register */
+            *maybe = F_C;
+        } else if (op == 5 || op == 6) { /* adcs sbcs */
+            *reads = both | F_C;
+            *always = 1u << lo | F_NZCV;
+        } else if (op == 8) { /* tst */
+            *always = F_NZ;
+        } else if (op == 9) { /* rsbs rd, rn, #0 */
+            *reads = 1u << mid;
+            *always = 1u << lo | F_NZCV;
+        } else if (op == 10 || op == 11) { /* cmp cmn */
+            *always = F_NZCV;
+        } else if (op == 15) { /* mvns */
+            *reads = 1u << mid;
+        } /* else ands eors orrs muls bics (muls keeps C and V on ARMv6-M) */
+    } else if (hw < 0x4700) { /* add cmp mov with high registers */
+        uint32_t op = hw >> 8 & 3, rdn = 1u << ((hw & 7) | (hw >> 4 & 8)), rm = 1u << (hw >> 3 & 0xF);
+        if (op != 1 && rdn == 1u << 15) return 0; /* writes PC: a branch */
+        *reads = (op == 2 ? rm : rdn | rm) & 0x7FFFu;
+        *always = op == 1 ? F_NZCV : rdn;
+    } else if ((hw >= 0x4800 && hw < 0x5000) || (hw >= 0xA000 && hw < 0xA800)) { /* ldr rt, [pc, #]; adr */
+        *reads = 0;
+        *always = rd8;
+    } else if (hw >= 0x5600 && hw < 0x6000) { /* loads, register offset */
+        *reads = 1u << mid | 1u << top;
+        *always = 1u << lo;
+    } else if (hw >= 0x6000 && hw < 0x9000 && (hw & 0x0800)) { /* loads, immediate offset */
+        *reads = 1u << mid;
+        *always = 1u << lo;
+    } else if ((hw >= 0x9800 && hw < 0xA000) || (hw >= 0xA800 && hw < 0xB000)) { /* ldr [sp]; add rd, sp */
+        *reads = 1u << 13;
+        *always = rd8;
+    } else if (hw >= 0xB000 && hw < 0xB100) { /* add sub sp, # */
+        *reads = *always = 1u << 13;
+    } else if ((hw >> 8) == 0xB2 || (hw >= 0xBA00 && hw < 0xBB00 && (hw & 0xC0) != 0x80)) { /* extends, rev */
+        *reads = 1u << mid;
+        *always = 1u << lo;
+    } else if (hw == 0xBF00) { /* nop */
+        *reads = *always = 0;
+    } else if (hw >= 0xC800 && hw < 0xD000 && (hw & 0xFF)) { /* ldm rn!, {list} */
+        *reads = rd8;
+        *always = (hw & 0xFF) | (rd8 & hw ? 0 : rd8);
+    } else if (hw >= 0xD000 && hw < 0xDE00) { /* b<cond> */
+        *reads = cond_reads[hw >> 8 & 0xF];
+        *always = 0;
+    } else if (hw >= 0xE000 && hw < 0xE800) { /* b */
+        *reads = *always = 0;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static uint32_t branch_target(uint32_t hw, uint32_t at, int *is); /* (counted mode, below) */
+
+/* cycles.py loop_self_contained, line for line: whether every iteration of the loop
+ * whose code is the n halfwords hw[] (from its start round to its start) does what
+ * the one before it did, whatever the registers were when it began. Its code is
+ * straight-line (16-bit; a branch before the last only out of the code, forward or
+ * back, the last one back to the start: an iteration that comes round runs all of it
+ * in order) and every register or flag (N, Z, C, V apart) it writes is written before
+ * it is read. VERDICT_SELF: skipped after one whole iteration (iteration(), below). */
+static int self_contained(const uint16_t *hw, uint32_t n) {
+    uint32_t written = 0, done = 0, reads, always, maybe;
+    int is;
+    if (n == 0 || branch_target(hw[n - 1], 2 * (n - 1), &is) != 0 || !is) return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (hw[i] >> 11 >= 0x1D || !uses16(hw[i], &reads, &always, &maybe)) return 0;
+        written |= always | maybe;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t to = branch_target(hw[i], 2 * i, &is); /* (before the start: above 2^31) */
+        if (i + 1 < n && is && to < 2 * n) return 0; /* a branch within the loop's code */
+        uses16(hw[i], &reads, &always, &maybe);
+        if (reads & written & ~done) return 0; /* read before this iteration wrote it */
+        done |= always;
+    }
+    return 1;
+}
+
+/* For tests: self_contained on n halfwords (tests/test_idle_self.py holds it equal to
+ * cycles.loop_self_contained). */
+int pk_self_contained(const uint16_t *hw, uint32_t n) { return n <= NATIVE_VERDICT_MAX / 2 && self_contained(hw, n); }
 
 /* The run loop's verdict on the loop whose code is [start, end) (runloop.py
  * RunLoop._loop_verdict and _plain_loop, cycles.loop_can_idle and loop_registers),
@@ -161,7 +286,7 @@ static int native_verdict(pk_state *s, uint32_t key, uint32_t end) {
     uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
     s->verdict_addr[i] = key;
     s->verdict_end[i] = end;
-    s->verdict[i] = (uint8_t)((ok ? 1 : 2) | (plain ? VERDICT_PLAIN : 0));
+    s->verdict[i] = (uint8_t)((ok ? 1 : 2) | (plain ? VERDICT_PLAIN : 0) | (ok && self_contained(hw, n) ? VERDICT_SELF : 0));
     s->verdict_regs[i] = (uint16_t)(ok ? regs : 0);
     return 1;
 }
@@ -197,12 +322,67 @@ static int regs_changed(pk_state *s, uint32_t key) {
     return changed;
 }
 
+/* A whole iteration of the loop being followed begins: its first block starts at
+ * ``at`` now (or the iteration began inside the block just run, which ran on to
+ * ``at``: pk_idle_enter). The device reads served by Python and the device events so
+ * far are noted: a VERDICT_SELF loop is skipped when it comes round with neither. */
+static void whole_begin(pk_state *s, uint32_t at) {
+    s->whole_next = at;
+    s->whole_anchored = at == s->loop_anchor;
+    s->whole_py_reads = s->py_reads;
+    s->whole_dev_events = s->dev_events;
+}
+
+/* The verdict byte (with its flags) on the loop [key & ~1, end), or 0 when unknown. */
+static uint32_t verdict_flags(pk_state *s, uint32_t key, uint32_t end) {
+    uint32_t i = (key >> 1) & (PK_VERDICTS - 1);
+    return s->verdict_addr[i] == key && s->verdict_end[i] == end ? s->verdict[i] : 0;
+}
+
+/* Whether the whole iteration just seen (whole: its blocks followed one after the
+ * other from the loop's start round to it) lets a loop whose verdict is ``v`` be
+ * skipped without comparing registers: its iterations are self-contained
+ * (VERDICT_SELF), no device read was served by Python and no device event fired since
+ * it began, and some event lies ahead (with none, the loop is reported stuck where the
+ * comparison of registers would report it). */
+static int whole_same(pk_state *s, int whole, uint32_t v) {
+    if (!whole || (v & 3) != 1 || !(v & VERDICT_SELF)) return 0;
+    if (s->py_reads != s->whole_py_reads || s->dev_events != s->whole_dev_events) return 0;
+    return pk_native_next(s) != PK_NO_EVENT || s->py_next != PK_NO_EVENT;
+}
+
+/* Every further iteration (cost cycles, insns instructions, blocks blocks) is the same
+ * as the one just seen until the next event: go there in whole iterations (a loop of
+ * one block past it, so that it fires at that block boundary; a loop of several
+ * blocks up to it, the iteration in which it falls run as usual). Returns 1 when the
+ * engine was stopped: no event ahead at all, the loop is stuck. */
+static int skip(pk_state *s, uint64_t cost, uint64_t insns, uint64_t blocks, int multi) {
+    uint64_t native = pk_native_next(s);
+    if (native == PK_NO_EVENT && s->py_next == PK_NO_EVENT) {
+        s->stop_reason = STOP_STUCK;
+        s->emu_stop(s->uc);
+        return 1;
+    }
+    uint64_t next = native < s->deadline ? native : s->deadline;
+    if (next != PK_NO_EVENT && next > s->cycles) {
+        uint64_t k = multi ? (next - s->cycles) / cost : (next - s->cycles + cost - 1) / cost;
+        if (k) {
+            if (s->obs) pk_obs_emit(s->obs, PK_EV_SPIN, s->cycles, 0, k * cost);
+            s->cycles += k * cost;
+            s->insns += k * insns;
+            s->blocks += k * blocks;
+        }
+    }
+    return 0;
+}
+
 /* One more iteration of the loop at start ended (cost cycles, insns instructions,
  * blocks blocks). Returns 1 when the engine was stopped. The registers (r0-r12, SP,
  * LR, APSR) are compared with those at the iteration before; MISS_LIMIT differing
- * iterations in a row decide the loop. */
+ * iterations in a row decide the loop. ``whole``: this iteration ran whole from the
+ * loop's start (whole_next), so a VERDICT_SELF loop needs no comparison (whole_same). */
 static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uint64_t insns, uint64_t blocks,
-                     int multi) {
+                     int multi, int whole) {
     if (s->loop_have == 2) return 0; /* decided: this loop is not skipped */
     if (pk_trusted(s, pk_trust_tag(key & ~1u, end))) {
         /* Trusted: its blocks are not followed (cyclehook.c), so what was summed for
@@ -230,25 +410,11 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 0;
     }
     int same = s->loop_have && s->py_reads == s->loop_py_reads && s->dev_events == s->loop_dev_events;
-    if (regs_changed(s, key)) same = 0;
+    if (regs_changed(s, key)) same = 0; /* (noted either way: the next iteration is compared with them) */
+    if (!same && whole_same(s, whole, verdict_flags(s, key, end))) same = 1;
     if (same) {
         s->loop_misses = 0;
-        uint64_t native = pk_native_next(s);
-        if (native == PK_NO_EVENT && s->py_next == PK_NO_EVENT) {
-            s->stop_reason = STOP_STUCK;
-            s->emu_stop(s->uc);
-            return 1;
-        }
-        uint64_t next = native < s->deadline ? native : s->deadline;
-        if (next != PK_NO_EVENT && next > s->cycles) {
-            uint64_t k = multi ? (next - s->cycles) / cost : (next - s->cycles + cost - 1) / cost;
-            if (k) {
-                if (s->obs) pk_obs_emit(s->obs, PK_EV_SPIN, s->cycles, 0, k * cost);
-                s->cycles += k * cost;
-                s->insns += k * insns;
-                s->blocks += k * blocks;
-            }
-        }
+        if (skip(s, cost, insns, blocks, multi)) return 1;
     } else if (s->loop_have && ++s->loop_misses >= MISS_LIMIT) {
         decided(s, key, end);
         pk_trust_grant(s, key & ~1u, end);
@@ -263,6 +429,8 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
 /* Called at the start of a block that just ran to its own start again. Returns 1
  * when the engine was stopped (Python must decide, or the loop is stuck). */
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns) {
+    /* whole: pk_idle_enter noted where this block began (a loop of one block, known) */
+    int whole = s->whole_next == start && s->loop_start == start && s->loop_end == 0;
     if (s->loop_start != start || s->loop_end != 0) {
         s->loop_start = start;
         s->loop_end = 0;
@@ -271,35 +439,50 @@ int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint3
         s->loop_misses = 0;
         s->loop_since = s->cycles - cost;
     }
-    return iteration(s, start, end, cost, insns, 1, 0);
+    int stopped = iteration(s, start, end, cost, insns, 1, 0, whole);
+    whole_begin(s, start); /* the next iteration: this block again */
+    return stopped;
 }
 
 /* Called after the block [done_start, done_end) (cost cycles, insns instructions)
- * ran and the block at next is about to: follows loops of several blocks. Returns 1
- * when the engine was stopped. */
+ * ran and the block at next (``up``) is about to: follows loops of several blocks.
+ * Returns 1 when the engine was stopped. */
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
-                  uint32_t insns) {
+                  uint32_t insns, const pk_upcoming *up) {
     if (next < done_start && done_end - next <= MULTI_SPAN) {
         /* A branch back: the end of an iteration of [next, done_end), or a new loop. */
         if (s->loop_start == next && s->loop_end == done_end) {
+            int whole = s->whole_next == done_start; /* its blocks one after the other from next */
             if (s->loop_anchor != next) {
                 if (s->loop_acc_blocks + 1 < MULTI_BLOCKS || s->loop_have == 2) {
                     /* compared where it was entered: on round to there */
                     s->loop_acc_cost += cost;
                     s->loop_acc_insns += insns;
                     s->loop_acc_blocks += 1;
+                    /* A whole iteration from next ran: the block about to run, up to
+                     * the anchor, and those summed since, are each further one. */
+                    if (up->end == s->loop_anchor && s->whole_anchored && s->loop_have != 2 &&
+                        !pk_trusted(s, pk_trust_tag(next, done_end)) &&
+                        whole_same(s, whole, verdict_flags(s, next | 1u, done_end)) &&
+                        skip(s, (uint64_t)s->loop_acc_cost + up->cost, (uint64_t)s->loop_acc_insns + up->insns,
+                             (uint64_t)s->loop_acc_blocks + 1, 1))
+                        return 1;
+                    whole_begin(s, next);
                     return 0;
                 }
                 s->loop_anchor = next; /* not back there within MULTI_BLOCKS: compared here, afresh */
                 s->loop_count = 0;
                 s->loop_have = 0;
                 s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
+                whole_begin(s, next);
                 return 0;
             }
             uint64_t c = (uint64_t)s->loop_acc_cost + cost, n = (uint64_t)s->loop_acc_insns + insns;
             uint64_t b = (uint64_t)s->loop_acc_blocks + 1;
             s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
-            return iteration(s, next | 1u, done_end, c, n, b, 1);
+            int stopped = iteration(s, next | 1u, done_end, c, n, b, 1, whole);
+            whole_begin(s, next);
+            return stopped;
         }
         s->loop_start = next;
         s->loop_anchor = next;
@@ -309,11 +492,14 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
         s->loop_misses = 0;
         s->loop_since = s->cycles;
         s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
+        whole_begin(s, next);
         return 0;
     }
     if (s->loop_end != 0 && done_start >= s->loop_start && done_end <= s->loop_end && next > done_start &&
         next < s->loop_end && (s->loop_acc_blocks + 1 < MULTI_BLOCKS || s->loop_have == 2)) {
         /* On within the loop's code. */
+        s->whole_next = s->whole_next == done_start && next == done_end ? next : PK_NONE;
+        if (next == s->loop_anchor) s->whole_anchored = 1; /* (the sums restart here, below) */
         s->loop_acc_cost += cost;
         s->loop_acc_insns += insns;
         s->loop_acc_blocks += 1;
@@ -321,26 +507,33 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
             /* Round again to where it was entered: an iteration, as at a back edge. */
             uint64_t c = s->loop_acc_cost, n = s->loop_acc_insns, b = s->loop_acc_blocks;
             s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
-            return iteration(s, s->loop_start | 1u, s->loop_end, c, n, b, 1);
+            return iteration(s, s->loop_start | 1u, s->loop_end, c, n, b, 1, 0);
         }
         return 0;
     }
-    pk_idle_enter(s, done_start, done_end, next); /* left it: a known loop may begin here */
+    pk_idle_enter(s, done_start, done_end, next, cost, up); /* left it: a known loop may begin here */
     return 0;
 }
 
-/* The block at ``a`` is about to run, entered from outside any loop being followed,
- * after the block [done_start, done_end): when a loop of several blocks whose verdict
- * (made at an earlier entry) lets it idle starts at ``a``, or inside the block before
- * that fell through into ``a`` (a compiler puts the loop's first instructions after
- * the code before it, in one block), follow that loop from this entry with ``a`` as
- * its anchor: its registers noted here, and compared each time it comes round to
- * ``a`` (pk_idle_track). A poll entered again (once per PKA operation, say) is then
- * skipped after one round, to the same counts (which rounds are compared changes only
- * how soon it is skipped). */
-void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a) {
+/* The block at ``a`` (``up``) is about to run, entered from outside any loop being
+ * followed, after the block [done_start, done_end) (cost cycles): when a loop of
+ * several blocks whose verdict (made at an earlier entry) lets it idle starts at
+ * ``a``, or inside the block before that fell through into ``a`` (a compiler puts the
+ * loop's first instructions after the code before it, in one block), follow that loop
+ * from this entry with ``a`` as its anchor: its registers noted here, and compared each
+ * time it comes round to ``a`` (pk_idle_track). A poll entered again (once per PKA
+ * operation, say) is then skipped after one round, to the same counts (which rounds
+ * are compared changes only how soon it is skipped). Its whole iteration from its
+ * start is seen from here too (whole_begin): entered at its start, or through a block
+ * that ran its first instructions (from the loop's start on to ``a``, in order) with no
+ * device read served by Python while it ran (one might have been the loop's own, in
+ * those instructions; a device event fires only between blocks). A loop of one block
+ * at ``a`` with a VERDICT_SELF verdict is followed from here as well, for the same. */
+void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a, uint32_t cost,
+                   const pk_upcoming *up) {
     s->loop_start = 0xFFFFFFFFu;
     s->loop_end = 0;
+    s->whole_next = PK_NONE;
     uint32_t t = done_start < a && a == done_end && a - done_start <= MULTI_SPAN ? done_start + 2 : a;
     for (; t <= a; t += 2) {
         uint32_t key = t | 1u, i = (key >> 1) & (PK_VERDICTS - 1);
@@ -360,7 +553,21 @@ void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t
         s->loop_have = 1;
         s->loop_py_reads = s->py_reads;
         s->loop_dev_events = s->dev_events;
+        /* (the block before ran from cycles - cost: a read served by Python since then
+         * may have been made in it) */
+        if (t == a || s->py_reads == 0 || (s->cycles >= cost && s->py_read_at < s->cycles - cost))
+            whole_begin(s, a);
         return;
+    }
+    uint32_t v = verdict_flags(s, a, up->end);
+    if (up->end && (v & 3) == 1 && (v & VERDICT_SELF)) {
+        /* A loop of one block (pk_idle_loop), as it would be when it comes round. */
+        s->loop_start = a;
+        s->loop_count = 0;
+        s->loop_have = 0;
+        s->loop_misses = 0;
+        s->loop_since = s->cycles;
+        whole_begin(s, a);
     }
 }
 

@@ -52,6 +52,7 @@ typedef struct {
 /* Loop verdicts kept (idle.c), indexed by (key >> 1) & (PK_VERDICTS - 1). */
 #define PK_VERDICTS 4096
 #define VERDICT_PLAIN 4 /* verdict flag: no back edge in the loop's code but its own last one */
+#define VERDICT_SELF 8  /* verdict flag: its iterations are self-contained (idle.c self_contained) */
 #define PK_NATIVE_BPS 16 /* breakpoints the native verdict knows; more: Python decides */
 /* Trusted loops (idle.c): slots, and the cycles an epoch of trust lasts: a loop that
  * made progress and then got stuck is noticed at most this many cycles (and a few of
@@ -203,7 +204,25 @@ typedef struct {
     /* ---- pkasim's engine (patch 25): exception entry and return set xPSR, CONTROL,
      * MSP, PSP and PC in one call (one hflags rebuild); NULL: register by register ---- */
     pk_mexc_fn m_read, m_write;
+    /* ---- idle loops (idle.c): a whole iteration of the loop being followed, from its
+     * start, seen block by block (a loop whose verdict says VERDICT_SELF is skipped after
+     * one); the run loop sets whole_next to PK_NONE before each run ---- */
+    uint64_t whole_py_reads;    /* py_reads when it began */
+    uint64_t whole_dev_events;  /* dev_events when it began */
+    uint64_t py_read_at;        /* cycles when the last device read served by Python was made
+                                 * (the count at the start of the block that made it) */
+    uint32_t whole_next;        /* where its next block starts; PK_NONE: none being seen */
+    uint32_t whole_anchored;    /* 1: it came to loop_anchor since it began (the sums of a loop
+                                 * of several blocks restart there) */
 } pk_state;
+
+/* The block about to run, as the idle check sees it (cyclehook.c block_start): its
+ * end, and the cycles and instructions it takes when it runs to its end and on (the
+ * fetch of its first word when it is not entered sequentially; its B<cond>, if it ends
+ * in one, not taken). end 0: not known. */
+typedef struct {
+    uint32_t end, cost, insns;
+} pk_upcoming;
 
 #define PK_NO_EVENT UINT64_MAX
 
@@ -256,9 +275,10 @@ static inline int pk_trusted(const pk_state *s, uint32_t tag) {
     return tag != 0 && s->trust[(tag >> 1) & (PK_TRUST - 1)] == tag;
 }
 int pk_idle_loop(pk_state *s, uint32_t start, uint32_t end, uint32_t cost, uint32_t insns);
-void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a);
+void pk_idle_enter(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t a, uint32_t cost,
+                   const pk_upcoming *up);
 int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t next, uint32_t cost,
-                  uint32_t insns);
+                  uint32_t insns, const pk_upcoming *up);
 
 
 #endif
