@@ -345,19 +345,20 @@ static uint32_t verdict_flags(pk_state *s, uint32_t key, uint32_t end) {
  * (VERDICT_SELF), no device read was served by Python and no device event fired since
  * it began, and some event lies ahead (with none, the loop is reported stuck where the
  * comparison of registers would report it). */
-static int whole_same(pk_state *s, int whole, uint32_t v) {
+static int whole_same(pk_state *s, int whole, uint32_t v, uint64_t *native) {
     if (!whole || (v & 3) != 1 || !(v & VERDICT_SELF)) return 0;
     if (s->py_reads != s->whole_py_reads || s->dev_events != s->whole_dev_events) return 0;
-    return pk_native_next(s) != PK_NO_EVENT || s->py_next != PK_NO_EVENT;
+    *native = pk_native_next(s);
+    return *native != PK_NO_EVENT || s->py_next != PK_NO_EVENT;
 }
 
 /* Every further iteration (cost cycles, insns instructions, blocks blocks) is the same
- * as the one just seen until the next event: go there in whole iterations (a loop of
- * one block past it, so that it fires at that block boundary; a loop of several
- * blocks up to it, the iteration in which it falls run as usual). Returns 1 when the
- * engine was stopped: no event ahead at all, the loop is stuck. */
-static int skip(pk_state *s, uint64_t cost, uint64_t insns, uint64_t blocks, int multi) {
-    uint64_t native = pk_native_next(s);
+ * as the one just seen until the next event (``native``: pk_native_next): go there in
+ * whole iterations (a loop of one block past it, so that it fires at that block
+ * boundary; a loop of several blocks up to it, the iteration in which it falls run as
+ * usual). Returns 1 when the engine was stopped: no event ahead at all, the loop is
+ * stuck. */
+static int skip(pk_state *s, uint64_t native, uint64_t cost, uint64_t insns, uint64_t blocks, int multi) {
     if (native == PK_NO_EVENT && s->py_next == PK_NO_EVENT) {
         s->stop_reason = STOP_STUCK;
         s->emu_stop(s->uc);
@@ -410,11 +411,13 @@ static int iteration(pk_state *s, uint32_t key, uint32_t end, uint64_t cost, uin
         return 0;
     }
     int same = s->loop_have && s->py_reads == s->loop_py_reads && s->dev_events == s->loop_dev_events;
+    uint64_t native = PK_NO_EVENT;
     if (regs_changed(s, key)) same = 0; /* (noted either way: the next iteration is compared with them) */
-    if (!same && whole_same(s, whole, verdict_flags(s, key, end))) same = 1;
+    if (same) native = pk_native_next(s);
+    else if (whole_same(s, whole, verdict_flags(s, key, end), &native)) same = 1;
     if (same) {
         s->loop_misses = 0;
-        if (skip(s, cost, insns, blocks, multi)) return 1;
+        if (skip(s, native, cost, insns, blocks, multi)) return 1;
     } else if (s->loop_have && ++s->loop_misses >= MISS_LIMIT) {
         decided(s, key, end);
         pk_trust_grant(s, key & ~1u, end);
@@ -461,12 +464,21 @@ int pk_idle_track(pk_state *s, uint32_t done_start, uint32_t done_end, uint32_t 
                     s->loop_acc_blocks += 1;
                     /* A whole iteration from next ran: the block about to run, up to
                      * the anchor, and those summed since, are each further one. */
+                    uint64_t native = PK_NO_EVENT;
                     if (up->end == s->loop_anchor && s->whole_anchored && s->loop_have != 2 &&
                         !pk_trusted(s, pk_trust_tag(next, done_end)) &&
-                        whole_same(s, whole, verdict_flags(s, next | 1u, done_end)) &&
-                        skip(s, (uint64_t)s->loop_acc_cost + up->cost, (uint64_t)s->loop_acc_insns + up->insns,
-                             (uint64_t)s->loop_acc_blocks + 1, 1))
-                        return 1;
+                        whole_same(s, whole, verdict_flags(s, next | 1u, done_end), &native)) {
+                        if (skip(s, native, (uint64_t)s->loop_acc_cost + up->cost,
+                                 (uint64_t)s->loop_acc_insns + up->insns, (uint64_t)s->loop_acc_blocks + 1, 1))
+                            return 1;
+                        /* Compared at its start from now on, as a loop entered there (its
+                         * iterations from there are the ones skipped): the skip is not
+                         * looked at again where it was entered, one block on. */
+                        s->loop_anchor = next;
+                        s->loop_count = 1;
+                        s->loop_have = 0;
+                        s->loop_acc_cost = s->loop_acc_insns = s->loop_acc_blocks = 0;
+                    }
                     whole_begin(s, next);
                     return 0;
                 }
