@@ -24,6 +24,28 @@
  * event, and the one in which the event falls runs as usual: the event may end it in
  * any of its blocks. With no event ahead at all the firmware is stuck: the run stops
  * (STOP_STUCK) instead of burning the cycle budget.
+ *
+ * A self-contained loop is skipped one iteration sooner, without comparing registers.
+ * Its verdict says so (VERDICT_SELF, made with the others: self_contained below,
+ * cycles.loop_self_contained in Python) when its code [start, end) is straight-line
+ * (16-bit instructions; every branch but the last leaves [start, end), forward or back,
+ * and the last goes back to start: an iteration that comes round to start runs every
+ * instruction of [start, end) in order) and every register it writes, APSR's N, Z, C
+ * and V counted apart, is written before it is read in that order (C of a shift by a
+ * register, kept when the amount is 0, is no write). What such an iteration computes
+ * depends only on memory, the devices and the registers the code never writes, none of
+ * which changes without (4) a device read served by Python or (5) a device event: every
+ * iteration after one that ran whole from start with neither does the same. So at the
+ * first arrival at start after such a whole iteration it is skipped exactly as by (3)
+ * (the same k iterations of the same cycles). "Whole" is seen block by block
+ * (whole_next): from an entry at start, from a back edge to start, or from a block that
+ * ran the loop's first instructions and fell through into the rest (the compiler puts
+ * `str CR; ldr SR; tst; beq` in one block: pk_idle_enter), when no read served by Python
+ * was made while that block ran (it may have been the loop's own); the blocks that
+ * follow must each start where the one before ended, up to the back edge. A stop of the
+ * run, an exception, a jump into the loop's middle or any other block in between breaks
+ * it: the partial iteration does not count. With no event ahead, the comparison of
+ * registers decides, so a stuck loop is reported where it was before.
  */
 #include <string.h>
 
