@@ -250,6 +250,17 @@ def test_native_verdict_on_self_contained_loops_equals_pythons(body, exits, last
     assert bool(native) == loop_self_contained(_code(*hws))
 
 
+def test_native_verdict_equals_pythons_on_every_idle_instruction_in_a_loop_of_its_own():
+    """Each 16-bit instruction an idle loop may hold, alone before a back edge (b, then
+    bne, which reads Z) and twice: one answer from idle.c and from Python."""
+    lib = load()
+    for hw in _LOOP_OPS:
+        for hws in ([hw, 0xE7FD], [hw, 0xD1FD], [hw, hw, 0xE7FC]):
+            arr = (ctypes.c_uint16 * len(hws))(*hws)
+            assert bool(lib.pk_self_contained(arr, ctypes.c_uint32(len(hws)))) == loop_self_contained(_code(*hws)), \
+                [hex(h) for h in hws]
+
+
 # ------------------------------------------------------------------ the runs
 
 
