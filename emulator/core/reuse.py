@@ -126,13 +126,12 @@ class LoadedMachines:
             return None  # the load says what is wrong
         now = _stamp(info)
         with self._lock:
-            found = next((e for e in self._entries if e.path == path and e.stamp[:2] == now[:2]
-                          and e.config == config), None)
+            found = next((e for e in self._entries if e.path == path and e.config == config), None)
             if found is None:
                 return None
             self._entries.remove(found)
         if found.stamp != now:
-            return None  # rewritten (or touched): loaded afresh
+            return None  # rewritten, replaced or touched: dropped, loaded afresh
         if max(info.st_mtime_ns, info.st_ctime_ns) >= found.verified_ns - RACY_NS:
             started = time.time_ns()
             try:
@@ -160,8 +159,7 @@ class LoadedMachines:
 
     def _put(self, entry: _Entry) -> None:
         with self._lock:
-            self._entries = [e for e in self._entries if not (e.path == entry.path and e.stamp == entry.stamp
-                                                              and e.config == entry.config)]
+            self._entries = [e for e in self._entries if not (e.path == entry.path and e.config == entry.config)]
             self._entries.append(entry)
             del self._entries[:-self.size]
 
