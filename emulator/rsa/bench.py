@@ -137,7 +137,7 @@ def _run(m: Machine, config: ChipConfig, job: Job, path: Path, progress: Callabl
 
     status = int.from_bytes(m.read_symbol("rsa_status", 4), "little", signed=True) if "rsa_status" in m.image.symbols else 0
     out = int.from_bytes(m.read_symbol("rsa_output")[: job.nbits // 8], "big")
-    verified = end.reason == StopReason.EXIT and status == 0 and out == key.private(msg)
+    verified = end.reason == StopReason.EXIT and status == 0 and key.is_private(msg, out)
     fw_ms = int.from_bytes(m.read_symbol("rsa_ms", 4), "little") if "rsa_ms" in m.image.symbols else None
     cycles = call.cycles
     seconds = cycles / config.core.clock_hz
