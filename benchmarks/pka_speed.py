@@ -2,11 +2,19 @@
 and wall / modeled time of every ECC bench job, in one run.
 
 * RSA: each job of ``pkasim bench`` whose image uses the PKA (and the software ones for
-  scale), run as ``pkasim bench`` runs it (a new machine, reset to exit; the job's
-  ``wall_seconds``) three times in a fresh process, median; the same in a process of
-  the ``--baseline`` checkout (its own .venv's Python), alternately, each round. The
-  ratio baseline / this checkout is taken within a round; the median of the rounds'
-  ratios is printed (the machine is shared: only ratios measured side by side mean much).
+  scale), run as ``pkasim bench`` runs it (the job's ``wall_seconds``: reset to exit)
+  four times in a fresh process: "cold" is the first run (a new machine in a process
+  that has run nothing yet: every block translated for the first time), "reused" the
+  median of the three later ones. In this checkout those restore the machine the first
+  run loaded (pkasim.core.reuse, its translations kept); in a baseline without that
+  (5eef755) each is a new machine in a warm process. The same in a process of the
+  ``--baseline`` checkout (its own .venv's Python), alternately, each round. The ratio
+  baseline / this checkout is taken within a round; the median of the rounds' ratios is
+  printed (the machine is shared: only ratios measured side by side mean much).
+  ``wall_seconds`` leaves out what comes before the reset, so a last table gives that
+  too, for this checkout: the host time from the call of ``run_job`` to the machine
+  ready for the job's inputs: on the first run a new machine built and loaded, on the
+  later ones the checks and the restore of the kept one.
 * ECC: each ECC bench job in a fresh process: "cold" is the job's whole run on a new
   machine in a process that has run nothing yet (``wall_seconds``: reset to exit, with
   the first translation of every block and the first check of every polling loop),
@@ -54,11 +62,24 @@ def child_rsa(job_key: str, root: str | None) -> dict:
     bench, load_config = _bench_module(root)
     job = next(j for j in bench.JOBS if j.key == job_key)
     config = load_config()
-    walls, r = [], None
-    for _ in range(3):
-        r = bench.run_job(config, job)
-        walls.append(r.wall_seconds)
-    return {"wall": statistics.median(walls), "cycles": r.cycles, "verified": r.verified}
+    setup: list[float] = []  # this checkout: host seconds from run_job's call to the machine ready (bench._run)
+    if root is None:
+        inner = bench._run
+
+        def timed(*args, **kwargs):
+            setup.append(time.perf_counter() - started)
+            return inner(*args, **kwargs)
+
+        bench._run = timed
+    runs = []
+    for _ in range(4):
+        started = time.perf_counter()
+        runs.append(bench.run_job(config, job))
+    out = {"cold": runs[0].wall_seconds, "reused": statistics.median(r.wall_seconds for r in runs[1:]),
+           "cycles": [r.cycles for r in runs], "verified": all(r.verified for r in runs)}
+    if setup:
+        out |= {"setup_new": setup[0], "setup_reused": statistics.median(setup[1:])}
+    return out
 
 
 def child_ecc(job_key: str) -> dict:
@@ -122,29 +143,47 @@ def main() -> int:
             base = Path(args.baseline).resolve()
             py = base / ".venv" / "bin" / "python"
             base_py = str(py if py.exists() else here)
-        walls: dict[str, list[float]] = {}
-        ratios: dict[str, list[float]] = {}
-        base_walls: dict[str, list[float]] = {}
+        mine: dict[str, dict[str, list[float]]] = {}  # job -> "cold"/"reused"/"setup_new"/... -> rounds
+        theirs: dict[str, dict[str, list[float]]] = {}
+        ratios: dict[str, dict[str, list[float]]] = {}
         for rnd in range(args.repeat):
             for key in jobs:
-                mine = run_child(here, ["rsa", key])
-                if not mine["verified"]:
-                    raise SystemExit(f"{key}: result not verified")
-                walls.setdefault(key, []).append(mine["wall"])
+                here_r = run_child(here, ["rsa", key])
+                if not here_r["verified"] or len(set(here_r["cycles"])) != 1:
+                    raise SystemExit(f"{key}: result not verified, or runs of different cycles {here_r['cycles']}")
+                for what in ("cold", "reused", "setup_new", "setup_reused"):
+                    mine.setdefault(key, {}).setdefault(what, []).append(here_r[what])
                 if base_py:
-                    theirs = run_child(base_py, ["rsa", key], root=str(base))
-                    if theirs["cycles"] != mine["cycles"]:
-                        raise SystemExit(f"{key}: {mine['cycles']:,} cycles here, {theirs['cycles']:,} in the baseline")
-                    base_walls.setdefault(key, []).append(theirs["wall"])
-                    ratios.setdefault(key, []).append(theirs["wall"] / mine["wall"])
+                    base_r = run_child(base_py, ["rsa", key], root=str(base))
+                    if base_r["cycles"] != here_r["cycles"]:
+                        raise SystemExit(f"{key}: {here_r['cycles'][0]:,} cycles here, {base_r['cycles'][0]:,} "
+                                         "in the baseline")
+                    for what in ("cold", "reused"):
+                        theirs.setdefault(key, {}).setdefault(what, []).append(base_r[what])
+                        ratios.setdefault(key, {}).setdefault(what, []).append(base_r[what] / here_r[what])
             print(f"round {rnd + 1} of {args.repeat} (RSA) done", file=sys.stderr, flush=True)
-        print("\nRSA bench jobs: wall seconds of the job's run (reset to exit, new machine), median")
-        print(f"{'job':18s}{'this':>10s}" + (f"{'baseline':>10s}{'baseline/this':>15s}" if base_py else ""))
+        med = statistics.median
+        print("\nRSA bench jobs: wall seconds of the job's run (reset to exit), median of rounds;")
+        print("cold: the first run in a fresh process; reused: the median of the three later runs")
+        head = f"{'job':18s}{'cold':>9s}"
+        if base_py:
+            head += f"{'baseline':>10s}{'b/this':>8s}"
+        head += f"{'reused':>9s}"
+        if base_py:
+            head += f"{'baseline':>10s}{'b/this':>8s}"
+        print(head)
         for key in jobs:
-            line = f"{key:18s}{statistics.median(walls[key]):10.4f}"
+            line = f"{key:18s}{med(mine[key]['cold']):9.4f}"
             if base_py:
-                line += f"{statistics.median(base_walls[key]):10.4f}{statistics.median(ratios[key]):14.2f}x"
+                line += f"{med(theirs[key]['cold']):10.4f}{med(ratios[key]['cold']):7.2f}x"
+            line += f"{med(mine[key]['reused']):9.4f}"
+            if base_py:
+                line += f"{med(theirs[key]['reused']):10.4f}{med(ratios[key]['reused']):7.2f}x"
             print(line)
+        print("\nbefore the reset, this checkout (ms, median of rounds): the first run's new machine built and "
+              "loaded / a later run's kept machine checked and restored")
+        for key in jobs:
+            print(f"{key:18s}{med(mine[key]['setup_new']) * 1e3:9.2f}{med(mine[key]['setup_reused']) * 1e3:9.3f}")
     if not args.no_ecc:
         from pkasim.ecc.bench import ECC_JOBS
         jobs = args.ecc.split(",") if args.ecc else [j.key for j in ECC_JOBS]

@@ -8,10 +8,12 @@ copies it. Symbols are kept for reports (PC as symbol+offset) and for --load/--d
 from __future__ import annotations
 
 import bisect
+import io
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
@@ -99,6 +101,18 @@ class Image:
 
 def load_image(path: str | Path, config: ChipConfig) -> Image:
     """Read and check an ELF against the chip's memory map."""
+    return _load(path, config, keep=False)[0]
+
+
+def load_image_bytes(path: str | Path, config: ChipConfig) -> tuple[Image, bytes, os.stat_result]:
+    """``load_image``, also giving the exact bytes the image was parsed from and the
+    file's status once they were read: what a cache of loaded machines keys on
+    (pkasim.core.reuse), so that the digest it keeps is that of the bytes loaded, not
+    of whatever the file holds by the time it is hashed."""
+    return _load(path, config, keep=True)
+
+
+def _load(path: str | Path, config: ChipConfig, keep: bool) -> tuple[Image, bytes, os.stat_result]:
     path = Path(path)
     name = str(path)
     try:
@@ -115,8 +129,17 @@ def load_image(path: str | Path, config: ChipConfig) -> Image:
         if stat.S_ISREG(info.st_mode) and info.st_size > limits.ELF_MAX_BYTES:
             raise LoadError(f"{name}: {info.st_size:,} bytes; an ELF of at most "
                             f"{limits.ELF_MAX_BYTES >> 20} MiB is read")
+        data = b""
+        stream: BinaryIO = fh
+        if keep:
+            data = fh.read(limits.ELF_MAX_BYTES + 1)
+            if len(data) > limits.ELF_MAX_BYTES:
+                raise LoadError(f"{name}: more than {limits.ELF_MAX_BYTES >> 20} MiB; an ELF of at most "
+                                f"{limits.ELF_MAX_BYTES >> 20} MiB is read")
+            info = os.fstat(fh.fileno())
+            stream = io.BytesIO(data)
         try:
-            return _read(ELFFile(fh), name, config)
+            return _read(ELFFile(stream), name, config), data, info
         except ELFError as exc:
             text = str(exc)
             if "expected" in text and "found" in text:  # a structure cut short by end of file

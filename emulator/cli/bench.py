@@ -57,6 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only", action="append", default=[], metavar="JOB",
                    help="run only these jobs (repeatable): " + ", ".join(j.key for j in ALL_JOBS))
     p.add_argument("--build-dir", default=None, help="where the firmware images are (default: the bundled images)")
+    p.add_argument("--cold", action="store_true",
+                   help="run every RSA job on a new machine (default: a job whose image an earlier job loaded "
+                        "reuses that machine and its translated code; the same figures, less wall time)")
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
@@ -92,7 +95,7 @@ def run_bench(args: argparse.Namespace, console: Console) -> int:
                 if isinstance(job, EccJob):
                     done.append(run_ecc_job(cfg, job, build, progress=tick))
                 else:
-                    done.append(run_job(cfg, job, build, progress=tick))
+                    done.append(run_job(cfg, job, build, progress=tick, reuse=not args.cold))
                 bar.advance(overall)
             rsa_done = [j for j in done if not isinstance(j, EccJobResult)]
             ecc_done = [j for j in done if isinstance(j, EccJobResult)]

@@ -140,7 +140,7 @@ def _restore_core(state: ctypes.Structure, data: bytes) -> None:
 _CHUNK = 512
 
 
-def _differences(now: bytes, old: bytes) -> list[tuple[int, int]]:
+def differences(now: bytes, old: bytes) -> list[tuple[int, int]]:
     """The [lo, hi) spans (in 512-byte chunks) where two equal-sized images differ."""
     out: list[tuple[int, int]] = []
     size = len(old)
@@ -313,7 +313,7 @@ def restore(machine: Machine, snap: Snapshot) -> None:
         old = snap.memory[region.base]
         now = bytes(uc.mem_read(region.base, region.size))
         if now != old:
-            for lo, hi in _differences(now, old):
+            for lo, hi in differences(now, old):
                 uc.mem_write(region.base + lo, old[lo:hi])  # only what differs: a write costs per page
                 changed.append((region.base + lo, region.base + hi))
                 if core.code is not None and any(r.base == region.base for r in core.code.regions):

@@ -30,11 +30,13 @@ from pkasim.base.errors import LoadError
 from pkasim.chip.config import ChipConfig
 from pkasim.core.machine import Machine, StopReason
 from pkasim.core.measure import JobResult, measure_call
+from pkasim.core.reuse import LoadedMachines
 from pkasim.rsa.rsakey import RsaKey, demo_key
 
 BUILD_DIR = resources.build_dir()  # the bundled images (firmware/build in a checkout)
 JSON_SCHEMA = "pkasim.bench/1"
 BUDGET_SECONDS = 1000  # modeled seconds one job may take before it is called stuck
+MACHINES = LoadedMachines(4)  # this process's loaded machines, reused by run_job (pkasim.core.reuse)
 
 
 @dataclass(frozen=True)
@@ -87,15 +89,30 @@ def _set_u32(m: Machine, symbol: str, value: int) -> None:
 def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
             progress: Callable[[int], None] | None = None, totals: dict[str, int] | None = None,
             key: RsaKey | None = None, msg: int | None = None,
-            attach: Callable[[Machine], None] | None = None) -> JobResult:
+            attach: Callable[[Machine], None] | None = None, reuse: bool = True) -> JobResult:
     """One private-key operation of ``job`` on ``config``, measured and verified.
     ``totals``, when given, receives the cycles and instructions of the whole run
     (reset to exit), the run ``wall_seconds`` times. ``key`` and ``msg`` replace the
     bench's fixed key and message (``pkasim sweep``'s random keys and inputs);
-    ``attach`` adds observers (a profiler) to the loaded machine before it runs."""
+    ``attach`` adds observers (a profiler) to the loaded machine before it runs.
+
+    With ``reuse`` (and no ``attach``), the machine a previous run of the same image on
+    the same chip loaded is restored to its state after the load and run again
+    (``MACHINES``, pkasim.core.reuse): the same figures, without translating the code
+    again. ``reuse=False`` runs on a new machine (``pkasim bench --cold``)."""
     path = resources.image(job.image, None if build_dir == BUILD_DIR else build_dir)
+    if reuse and attach is None:
+        with MACHINES.loaded(config, path) as m:
+            return _run(m, config, job, path, progress, totals, key, msg, None)
     m = Machine(config, stdout=io.BytesIO(), stderr=io.BytesIO())
     m.load(path)
+    return _run(m, config, job, path, progress, totals, key, msg, attach)
+
+
+def _run(m: Machine, config: ChipConfig, job: Job, path: Path, progress: Callable[[int], None] | None,
+         totals: dict[str, int] | None, key: RsaKey | None, msg: int | None,
+         attach: Callable[[Machine], None] | None) -> JobResult:
+    """run_job on a machine just loaded with the job's image."""
     for sym in ("rsa_input_key", "rsa_input_msg", "rsa_output", "rsa_private"):
         m.image.symbol(sym)  # a clear error if the image is not an RSA image
     if key is None:
@@ -120,7 +137,7 @@ def run_job(config: ChipConfig, job: Job, build_dir: Path = BUILD_DIR,
 
     status = int.from_bytes(m.read_symbol("rsa_status", 4), "little", signed=True) if "rsa_status" in m.image.symbols else 0
     out = int.from_bytes(m.read_symbol("rsa_output")[: job.nbits // 8], "big")
-    verified = end.reason == StopReason.EXIT and status == 0 and out == key.private(msg)
+    verified = end.reason == StopReason.EXIT and status == 0 and key.is_private(msg, out)
     fw_ms = int.from_bytes(m.read_symbol("rsa_ms", 4), "little") if "rsa_ms" in m.image.symbols else None
     cycles = call.cycles
     seconds = cycles / config.core.clock_hz
