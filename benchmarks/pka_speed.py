@@ -165,20 +165,16 @@ def main() -> int:
         med = statistics.median
         print("\nRSA bench jobs: wall seconds of the job's run (reset to exit), median of rounds;")
         print("cold: the first run in a fresh process; reused: the median of the three later runs")
-        head = f"{'job':18s}{'cold':>9s}"
-        if base_py:
-            head += f"{'baseline':>10s}{'b/this':>8s}"
-        head += f"{'reused':>9s}"
-        if base_py:
-            head += f"{'baseline':>10s}{'b/this':>8s}"
+        head = f"{'job':18s}"
+        for what in ("cold", "reused"):
+            head += f"{what:>9s}" + (f"{'baseline':>10s}{'b/this':>8s}" if base_py else "")
         print(head)
         for key in jobs:
-            line = f"{key:18s}{med(mine[key]['cold']):9.4f}"
-            if base_py:
-                line += f"{med(theirs[key]['cold']):10.4f}{med(ratios[key]['cold']):7.2f}x"
-            line += f"{med(mine[key]['reused']):9.4f}"
-            if base_py:
-                line += f"{med(theirs[key]['reused']):10.4f}{med(ratios[key]['reused']):7.2f}x"
+            line = f"{key:18s}"
+            for what in ("cold", "reused"):
+                line += f"{med(mine[key][what]):9.4f}"
+                if base_py:
+                    line += f"{med(theirs[key][what]):10.4f}{med(ratios[key][what]):7.2f}x"
             print(line)
         print("\nbefore the reset, this checkout (ms, median of rounds): the first run's new machine built and "
               "loaded / a later run's kept machine checked and restored")
