@@ -11,7 +11,7 @@ ENGINE := emulator/native/_engine/engine.json
 CONFIG ?= configs/ciu98320b.yaml
 FW_CC  ?=
 
-.PHONY: demo test fuzz firmware setup lint bench dist clean engine
+.PHONY: demo test fuzz firmware images setup lint bench dist clean engine
 
 demo: setup firmware
 	@echo "== hello: a C firmware boots on the emulated SC000 and prints through semihosting"
@@ -47,14 +47,18 @@ $(NATIVE): emulator/native/state.c emulator/native/cyclehook.c emulator/native/c
 	touch $@
 
 # pkasim's engine (docs/engine.md): Unicorn 2.1.4 from its sdist with engine/patches/,
-# ARM only. A build that cannot be done warns once and pkasim uses the stock wheel.
-$(ENGINE): engine/build.py $(wildcard engine/patches/*.patch) | $(STAMP)
+# ARM only, profile-guided by a training run on the firmware images (built first; they
+# need pkasim but not its engine). A build that cannot be done warns once and pkasim uses
+# the stock wheel.
+$(ENGINE): engine/build.py engine/train.py $(wildcard engine/patches/*.patch) | $(STAMP) $(NATIVE) images
 	$(PY) engine/build.py
 
-engine: | $(STAMP)
+engine: | $(STAMP) $(NATIVE) images
 	$(PY) engine/build.py --force
 
-firmware: setup
+firmware: setup images
+
+images: $(STAMP) $(NATIVE)
 	$(MAKE) -s -C firmware PYTHON=$(PY) CONFIG=$(abspath $(CONFIG)) $(if $(FW_CC),CC=$(FW_CC))
 
 # The sdist and the wheel in dist/ (docs/packaging.md): the wheel is built from the sdist

@@ -35,6 +35,9 @@ LIBRARY = "libunicorn.so.2"
 VERSION = "2.1.4"
 SDIST = f"unicorn-{VERSION}.tar.gz"
 SDIST_SHA256 = "00567a70e323f749b419cd86bee4f9115beab7ebba32194581c090cbb7c59cff"
+# The images engine/train.py runs (the profile-guided build needs them).
+TRAINING_IMAGES = ("xrsa.elf", "xrsa_opt.elf", "xrsa_win.elf", "xrsa_pair.elf", "rsa_soft.elf",
+                   "ecc.elf", "kernels.elf", "compute.elf", "systick.elf")
 
 
 class BuildFailed(Exception):
@@ -96,6 +99,67 @@ def apply_patches(src: Path, log: Path) -> None:
         run(cmd, log, cwd=src, what=f"applying {f.name}")
 
 
+def compile_unicorn(src: Path, build_dir: Path, flags: str, log: Path) -> None:
+    """Configure and build the library in ``build_dir`` with ``flags`` (all of it again
+    when the flags changed: cmake's cache tells ninja)."""
+    cmake, ninja = tool("cmake"), tool("ninja")
+    run([cmake, "-S", str(src), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
+         "-DCMAKE_BUILD_TYPE=Release", "-DUNICORN_ARCH=arm", "-DUNICORN_BUILD_TESTS=OFF",
+         "-DUNICORN_INSTALL=OFF", "-DUNICORN_LEGACY_STATIC_ARCHIVE=OFF", f"-DCMAKE_C_FLAGS={flags}"],
+        log, what="cmake")
+    jobs = os.environ.get("PKASIM_ENGINE_JOBS", "2")
+    run([ninja, "-C", str(build_dir), "-j", jobs, "unicorn"], log, what="ninja (the Unicorn build)")
+
+
+def pgo_possible() -> str | None:
+    """Why the build cannot be profile-guided, or None. It needs GCC 10 or later (for
+    -fprofile-partial-training: code the training never ran stays optimised as usual),
+    the firmware images the training runs (`make` builds them first), and not
+    PKASIM_ENGINE_PGO=0."""
+    if os.environ.get("PKASIM_ENGINE_PGO", "1") == "0":
+        return "PKASIM_ENGINE_PGO=0"
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return "no C compiler found to ask"
+    try:
+        done = subprocess.run([cc, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True,
+                              check=False, timeout=30)
+        banner = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{cc} did not answer ({exc})"
+    if "Free Software Foundation" not in banner or "clang" in banner.lower():
+        return f"{cc} is not GCC"
+    try:
+        major = int(done.stdout.strip().split(".")[0])
+    except ValueError:
+        return f"{cc} gave no version"
+    if major < 10:
+        return f"GCC {major} (10 or later needed)"
+    missing = [n for n in TRAINING_IMAGES if not (ROOT / "firmware" / "build" / n).exists()]
+    if missing:
+        return f"no firmware images to train on (firmware/build/{missing[0]}; `make firmware` builds them)"
+    return None
+
+
+def training_run(library: Path, log: Path) -> str | None:
+    """Run engine/train.py on the instrumented ``library``; None when it ran through."""
+    cmd = [sys.executable, str(ROOT / "engine" / "train.py"), str(library)]
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        env = {**os.environ, "PKASIM_ENGINE": "patched"}
+        try:
+            done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True, env=env, check=False,
+                                  timeout=900)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"the training run did not run ({exc})"
+        out.write(done.stderr)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return f"the training run failed (exit {done.returncode}: {lines[-1][:160] if lines else ''})"
+    return None
+
+
 def build(force: bool = False) -> Path:
     files = patch_files()
     ident = patchset_id(files)
@@ -124,15 +188,34 @@ def build(force: bool = False) -> Path:
             tar.extractall(work)
     src = tree / "src"
     apply_patches(src, log)
-    cmake, ninja = tool("cmake"), tool("ninja")
     build_dir = src / "build"
     flags = f'-DPKASIM_PATCHSET=\\"{ident}\\"'
-    run([cmake, "-S", str(src), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
-         "-DCMAKE_BUILD_TYPE=Release", "-DUNICORN_ARCH=arm", "-DUNICORN_BUILD_TESTS=OFF",
-         "-DUNICORN_INSTALL=OFF", "-DUNICORN_LEGACY_STATIC_ARCHIVE=OFF", f"-DCMAKE_C_FLAGS={flags}"],
-        log, what="cmake")
-    jobs = os.environ.get("PKASIM_ENGINE_JOBS", "2")
-    run([ninja, "-C", str(build_dir), "-j", jobs, "unicorn"], log, what="ninja (the Unicorn build)")
+    profile, pgo = work / "profile", "off"
+    why = pgo_possible()
+    if why is None:
+        # Profile-guided (docs/engine.md): an instrumented build, a training run of pkasim
+        # on it, then the build that uses the profile. The profile's file names follow the
+        # object files', so both passes build in the same folder.
+        shutil.rmtree(profile, ignore_errors=True)  # gcc would add to old counts
+        trained = work / "instrumented"
+        shutil.rmtree(trained, ignore_errors=True)
+        try:
+            compile_unicorn(src, build_dir, f"{flags} -fprofile-generate={profile} -fprofile-update=single", log)
+            trained.mkdir()
+            shutil.copy2(build_dir / LIBRARY, trained / LIBRARY)
+        except (BuildFailed, OSError) as exc:
+            why = f"the instrumented build failed: {exc}"
+        else:
+            why = training_run(trained / LIBRARY, log)
+        shutil.rmtree(trained, ignore_errors=True)
+        if why is None:
+            flags += f" -fprofile-use={profile} -fprofile-partial-training -Wno-missing-profile"
+            pgo = "trained by engine/train.py"
+    if why is not None:
+        with log.open("a") as out:
+            out.write(f"# built without a profile: {why}\n")
+        pgo = f"off ({why})"
+    compile_unicorn(src, build_dir, flags, log)
     built = build_dir / LIBRARY
     if not built.exists():
         raise BuildFailed(f"the build made no {LIBRARY}")
@@ -140,7 +223,7 @@ def build(force: bool = False) -> Path:
     tmp = OUT / (LIBRARY + ".tmp")
     shutil.copy2(built, tmp)
     tmp.replace(OUT / LIBRARY)
-    manifest.write_text(json.dumps({"unicorn": VERSION, "patchset": ident,
+    manifest.write_text(json.dumps({"unicorn": VERSION, "patchset": ident, "pgo": pgo,
                                     "patches": [f.name for f in files]}, indent=1) + "\n")
     shutil.rmtree(tree, ignore_errors=True)  # the sdist stays as a cache
     return OUT / LIBRARY
