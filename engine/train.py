@@ -67,9 +67,9 @@ def main() -> int:
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    from pkasim.native import engine
-    engine.LIBRARY = Path(sys.argv[1]).resolve()  # before pkasim.core selects the library
     try:
+        from pkasim.native import engine
+        engine.LIBRARY = Path(sys.argv[1]).resolve()  # before pkasim.core selects the library
         why = train()
     except Exception as exc:  # noqa: BLE001 - any failure means: build without the profile
         why = f"{type(exc).__name__}: {exc}"
