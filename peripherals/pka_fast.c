@@ -109,10 +109,26 @@ static uint32_t add_sub(uint32_t *r, const uint32_t *a, const uint32_t *b, uint3
     return (uint32_t)c;
 }
 
+/* Subtractions of N the native MODADD and MODSUB make at most: enough for operands up
+ * to a few times N (a value reduced by a modulus of its own width, as RSA's CRT does);
+ * further above N, pka.py reduces it. */
+#define REDUCE_STEPS 4
+
+/* t (w words, with ``top`` above them) brought below n by subtracting it, at most
+ * REDUCE_STEPS times: 0; -1 when that is not enough (n = 0 included). */
+static int reduce_few(uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
+    for (int k = 0; pk_geq(t, top, n, w); k++) {
+        if (k == REDUCE_STEPS) return -1;
+        top -= pk_sub_n(t, n, w);
+    }
+    return 0;
+}
+
 /* The arithmetic of opcodes 1..5 on LEN = w words (docs/pka.md), for operands this path
  * serves: r and *carry set, 0 returned; -1 (nothing set) for pka.py to refuse or reduce:
- * a MONTMUL modulus that is even or at most 1 or too small for one subtraction, a
- * MODADD/MODSUB operand at or above N (which also covers N = 0). */
+ * a MONTMUL modulus that is even or at most 1 or too small for one subtraction, N = 0
+ * for MODADD/MODSUB, or their operands so far above N that the result is more than
+ * REDUCE_STEPS subtractions away (pka_math's (A + B) mod N and (A - B) mod N, exactly). */
 int pk_pka_arith(uint32_t op, uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w,
                  uint32_t *carry) {
     *carry = 0;
@@ -128,13 +144,17 @@ int pk_pka_arith(uint32_t op, uint32_t *r, const uint32_t *a, const uint32_t *b,
         return pk_montmul(r, a, b, n, w);
     }
     if (op != OP_MODADD && op != OP_MODSUB) return -1;
-    if (pk_geq(a, 0, n, w) || pk_geq(b, 0, n, w)) return -1; /* pka.py reduces them fully, or refuses */
     uint32_t t[MAX_WORDS];
     if (op == OP_MODADD) {
-        uint32_t top = add_sub(t, a, b, w, 0);
-        if (pk_geq(t, top, n, w)) pk_sub_n(t, n, w); /* a + b < 2N: one subtraction */
-    } else if (add_sub(t, a, b, w, 1)) {
-        add_sub(t, t, n, w, 0);                /* a - b > -N: one addition */
+        if (reduce_few(t, add_sub(t, a, b, w, 0), n, w)) return -1; /* (a + b) mod n */
+    } else if (!add_sub(t, a, b, w, 1)) {
+        if (reduce_few(t, 0, n, w)) return -1; /* a >= b: (a - b) mod n */
+    } else {
+        add_sub(t, b, a, w, 1); /* a < b: n - ((b - a) mod n), or 0 */
+        if (reduce_few(t, 0, n, w)) return -1;
+        int zero = 1;
+        for (uint32_t i = 0; i < w && zero; i++) zero = t[i] == 0;
+        if (!zero) add_sub(t, n, t, w, 1);
     }
     memcpy(r, t, sizeof(uint32_t) * w);
     return 0;
@@ -218,9 +238,8 @@ static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
     memcpy(b, p->ram + p->regs[BPTR], 4u * words);
     if (uses_n) memcpy(n, p->ram + p->regs[NPTR], 4u * words);
     if (pair) memcpy(a2, p->ram + p->regs[A2PTR], 4u * words);
-    /* strict_operands: a modular operand at or above N is pka.py's to refuse (OPERRF);
-     * MODADD and MODSUB already leave those to it */
-    if ((op == OP_MONTMUL || pair) && p->strict && (pk_geq(a, 0, n, words) || pk_geq(b, 0, n, words))) return -1;
+    /* strict_operands: a modular operand at or above N is pka.py's to refuse (OPERRF) */
+    if (uses_n && p->strict && (pk_geq(a, 0, n, words) || pk_geq(b, 0, n, words))) return -1;
     if (pair && p->strict && pk_geq(a2, 0, n, words)) return -1;
     uint32_t carry;
     if (pk_pka_arith(pair ? OP_MONTMUL : op, p->result, a, b, n, words, &carry) != 0) return -1;
