@@ -75,6 +75,16 @@ class Bus:
                 return ctypes.addressof(view)
         raise KeyError(region.name)
 
+    def host_bytes(self, addr: int, size: int) -> bytes | None:
+        """The bytes [addr, addr + size) when they lie in one memory region, read from the
+        host memory behind it (what uc.mem_read returns, without its ctypes buffer: the
+        first read of each new size builds a ctypes type, tens of microseconds); None
+        elsewhere."""
+        for r, (host, _) in zip(self.config.memory.values(), self._host):
+            if r.base <= addr and addr + size <= r.end:
+                return host[addr - r.base:addr - r.base + size]
+        return None
+
     def ram_page_host(self, page: int, size: int) -> int | None:
         """Where the page [page, page + size) lies in this process when it is wholly in a
         writable memory region (RAM), else None."""
@@ -203,6 +213,9 @@ class Bus:
             n = min(size, dev.base + dev.size - addr)
             head = dev.debug_read(addr - dev.base, n)
             return head + (self.read_memory(addr + n, size - n) if n < size else b"")
+        data = self.host_bytes(addr, size)
+        if data is not None:
+            return data
         uc = self.core.uc
         try:
             return bytes(uc.mem_read(addr, size))

@@ -493,10 +493,8 @@ class RunLoop:
 
     def _halfword(self, addr: int) -> int | None:
         """The halfword at ``addr`` if it is memory, else None."""
-        region = self.bus.config.region_at(addr)
-        if region is None or not region.contains(addr, 2):
-            return None
-        return int.from_bytes(self.core.uc.mem_read(addr, 2), "little")
+        data = self.bus.host_bytes(addr, 2)
+        return None if data is None else int.from_bytes(data, "little")
 
     def _handle_error(self, error: UcError, pc: int) -> None:
         code = error.errno
