@@ -138,6 +138,13 @@ def pgo_possible() -> str | None:
     missing = [n for n in TRAINING_IMAGES if not (ROOT / "firmware" / "build" / n).exists()]
     if missing:
         return f"no firmware images to train on (firmware/build/{missing[0]}; `make firmware` builds them)"
+    try:
+        found = subprocess.run([sys.executable, "-c", "import pkasim.rsa.bench"], capture_output=True,
+                               check=False, timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        found = False
+    if not found:
+        return f"{sys.executable} cannot import pkasim to train with (a wheel built in an isolated environment)"
     return None
 
 

@@ -76,6 +76,18 @@ def test_the_profile_guided_build_is_taken_with_gcc_and_the_images(build, tmp_pa
     assert build.pgo_possible() is None
 
 
+def test_a_python_without_pkasim_builds_without_a_profile(build, tmp_path, monkeypatch):
+    """A wheel built from the sdist in an isolated environment: the training run could
+    not import pkasim, so the instrumented build is not even made."""
+    monkeypatch.setenv("CC", _fake_compiler(tmp_path, "cc (GCC) 12.2.0\nCopyright Free Software Foundation", "12.2.0"))
+    _images(tmp_path, build)
+    bare = tmp_path / "python"
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    monkeypatch.setattr(build.sys, "executable", str(bare))
+    assert "cannot import pkasim" in build.pgo_possible()
+
+
 def test_a_compiler_that_is_not_gcc_builds_without_a_profile(build, tmp_path, monkeypatch):
     monkeypatch.setenv("CC", _fake_compiler(tmp_path, "clang version 17.0.0", "17.0.0"))
     _images(tmp_path, build)
