@@ -109,26 +109,12 @@ static uint32_t add_sub(uint32_t *r, const uint32_t *a, const uint32_t *b, uint3
     return (uint32_t)c;
 }
 
-/* Subtractions of N the native MODADD and MODSUB make at most: enough for operands up
- * to a few times N (a value reduced by a modulus of its own width, as RSA's CRT does);
- * further above N, pka.py reduces it. */
-#define REDUCE_STEPS 4
-
-/* t (w words, with ``top`` above them) brought below n by subtracting it, at most
- * REDUCE_STEPS times: 0; -1 when that is not enough (n = 0 included). */
-static int reduce_few(uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
-    for (int k = 0; pk_geq(t, top, n, w); k++) {
-        if (k == REDUCE_STEPS) return -1;
-        top -= pk_sub_n(t, n, w);
-    }
-    return 0;
-}
-
 /* The arithmetic of opcodes 1..5 on LEN = w words (docs/pka.md), for operands this path
  * serves: r and *carry set, 0 returned; -1 (nothing set) for pka.py to refuse or reduce:
  * a MONTMUL modulus that is even or at most 1 or too small for one subtraction, N = 0
  * for MODADD/MODSUB, or their operands so far above N that the result is more than
- * REDUCE_STEPS subtractions away (pka_math's (A + B) mod N and (A - B) mod N, exactly). */
+ * four subtractions of N away (pk_reduce_few; pka_math's (A + B) mod N and (A - B) mod N,
+ * exactly). */
 int pk_pka_arith(uint32_t op, uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t *n, uint32_t w,
                  uint32_t *carry) {
     *carry = 0;
@@ -146,12 +132,12 @@ int pk_pka_arith(uint32_t op, uint32_t *r, const uint32_t *a, const uint32_t *b,
     if (op != OP_MODADD && op != OP_MODSUB) return -1;
     uint32_t t[MAX_WORDS];
     if (op == OP_MODADD) {
-        if (reduce_few(t, add_sub(t, a, b, w, 0), n, w)) return -1; /* (a + b) mod n */
+        if (pk_reduce_few(t, add_sub(t, a, b, w, 0), n, w)) return -1; /* (a + b) mod n */
     } else if (!add_sub(t, a, b, w, 1)) {
-        if (reduce_few(t, 0, n, w)) return -1; /* a >= b: (a - b) mod n */
+        if (pk_reduce_few(t, 0, n, w)) return -1; /* a >= b: (a - b) mod n */
     } else {
         add_sub(t, b, a, w, 1); /* a < b: n - ((b - a) mod n), or 0 */
-        if (reduce_few(t, 0, n, w)) return -1;
+        if (pk_reduce_few(t, 0, n, w)) return -1;
         int zero = 1;
         for (uint32_t i = 0; i < w && zero; i++) zero = t[i] == 0;
         if (!zero) add_sub(t, n, t, w, 1);

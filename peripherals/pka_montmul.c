@@ -443,9 +443,7 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int montmul_ifma(u
     }
     uint32_t u32[MAX_WORDS + 2];
     memcpy(u32, u, 8u * words);
-    uint32_t top = u32[w];
-    for (int i = 0; i < 4 && pk_geq(u32, top, n, w); i++) top -= pk_sub_n(u32, n, w);
-    if (pk_geq(u32, top, n, w)) return -1;
+    if (pk_reduce_few(u32, u32[w], n, w)) return -1;
     memcpy(r, u32, 4u * w);
     return 0;
 }
@@ -500,8 +498,7 @@ int pk_montmul(uint32_t *r, const uint32_t *a, const uint32_t *b, const uint32_t
         t[w - 1] = (uint32_t)c;
         t[w] = t[w + 1] + (uint32_t)(c >> 32);
     }
-    for (int k = 0; k < 4 && pk_geq(t, t[w], n, w); k++) t[w] -= pk_sub_n(t, n, w);
-    if (pk_geq(t, t[w], n, w)) return -1;
+    if (pk_reduce_few(t, t[w], n, w)) return -1;
     memcpy(r, t, sizeof(uint32_t) * w);
     return 0;
 }

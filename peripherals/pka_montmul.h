@@ -7,7 +7,7 @@
 #define PK_MONTMUL_MAX_WORDS 128
 
 /* t (w words, plus ``top`` above them) >= n (w words): the test before a final
- * subtraction, here and in pka_fast.c's MODADD. */
+ * subtraction. */
 static inline int pk_geq(const uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
     if (top) return 1;
     for (uint32_t i = w; i-- > 0;)
@@ -24,6 +24,17 @@ static inline uint32_t pk_sub_n(uint32_t *t, const uint32_t *n, uint32_t w) {
         borrow = (d >> 63) & 1;
     }
     return (uint32_t)borrow;
+}
+
+/* t (w words, plus ``top`` above them) brought below n by subtracting n at most four
+ * times: 0; -1 when that is not enough (n = 0 included). The final reduction of the
+ * MONTMUL here and of pka_fast.c's MODADD and MODSUB. */
+static inline int pk_reduce_few(uint32_t *t, uint32_t top, const uint32_t *n, uint32_t w) {
+    for (int k = 0; pk_geq(t, top, n, w); k++) {
+        if (k == 4) return -1;
+        top -= pk_sub_n(t, n, w);
+    }
+    return 0;
 }
 
 /* r = a * b * 2^(-32w) mod n (odd n, 1 <= w <= PK_MONTMUL_MAX_WORDS words), fully
