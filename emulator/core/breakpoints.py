@@ -53,11 +53,18 @@ class Breakpoints:
             self.core.uc.hook_del(handle)
             self.core.uc.ctl_remove_cache(addr, addr + 2)
 
-    def _hook(self, uc: Uc, address: int, size: int, _: object) -> None:
+    def stops_at(self, address: int) -> bool:
+        """Whether the run stops before the instruction at ``address``: a breakpoint
+        is there, it is not the one being stepped over (that pass is used up), and
+        its condition, if any, holds."""
         if address == self.skip:
             self.skip = None
-            return
+            return False
+        if address not in self.addresses:
+            return False
         condition = self.conditions.get(address)
-        if condition is not None and self.position is not None and not condition(*self.position(address)):
-            return
-        self.on_hit(address)
+        return condition is None or self.position is None or bool(condition(*self.position(address)))
+
+    def _hook(self, uc: Uc, address: int, size: int, _: object) -> None:
+        if self.stops_at(address):
+            self.on_hit(address)

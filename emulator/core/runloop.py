@@ -249,6 +249,12 @@ class RunLoop:
             elif until is not None:
                 raise Stop(StopReason.UNTIL, f"reached {self.describe(until)}")
             return
+        self._after_stop(pc_now, until)
+
+    def _after_stop(self, pc_now: int, until: int | None) -> None:
+        """The run stopped at ``pc_now`` for Python (a breakpoint, a watchpoint, an
+        exception the native path hands over...) or reached its end: act on it."""
+        core = self.core
         stop = self._py_stop
         if stop is None:
             self.settle(pc_now)
@@ -468,17 +474,29 @@ class RunLoop:
         s.align_skip_start = block_start
         s.deadline = NO_DEADLINE
         s.stop_reason = native.STOP_NONE
+        self._py_stop = None
         try:
             if fault_pc != block_start:
                 # Unicorn checks 'until' when it translates: drop the cached block first.
                 core.uc.ctl_remove_cache(fault_pc, fault_pc + 2)
                 self.emu(block_start, fault_pc)
         except UcError as exc:
+            s.align_skip_start = 0xFFFFFFFF
             self._handle_error(exc, core.pc)
             return
         s.align_skip_start = 0xFFFFFFFF
+        if self._py_stop is not None:
+            # A breakpoint or watchpoint before the faulting instruction: the run stops
+            # there; the fault comes when it goes on.
+            self._after_stop(core.pc, None)
+            return
         self.settle(fault_pc)
         core.set_pc(fault_pc)
+        if self._bps.stops_at(fault_pc):
+            # A breakpoint on the faulting instruction stops before it, as the core's
+            # breakpoint unit would: the instruction has not executed yet.
+            self._bps.skip = fault_pc
+            raise Stop(StopReason.BREAKPOINT, f"breakpoint at {self.describe(fault_pc)}")
         self.exc.fault(cause, fault_pc, address=address)
 
     def _sleep_cause(self) -> str:
