@@ -3,7 +3,10 @@ tail-chaining, SVC, PRIMASK, SysTick interrupts and WFI sleeping until the next 
 
 from __future__ import annotations
 
+import pytest
+
 from pkasim.core.machine import StopReason
+from pkasim.native import engine
 
 SRAM_CODE = 0x20002000
 
@@ -126,3 +129,39 @@ def test_interrupt_is_taken_right_after_cpsie_even_mid_block(make_machine, elf):
     m.run(until="main", max_cycles=10**5)
     m.call("cpsie_probe")
     assert m.reg("r0") == 1
+
+
+def test_a_cpsie_with_nothing_pending_costs_the_native_hook_no_call(make_machine, elf):
+    """pkasim's engine (patch 31): a block that may unmask interrupts asks for the
+    native hook at the next block start only while an exception is pending. SRAM
+    code: ``cpsid i``; ``cpsie i``; ``subs r0, #1``; ``bne`` back, 1,000 times; ``b .``.
+    In counted mode ``state.blocks`` counts the hook's calls."""
+    if not engine.patched():
+        pytest.skip("the stock wheel calls the block hook at every block")
+    m = make_machine()
+    m.load(elf("bench"))
+    m.write_memory(SRAM_CODE, bytes.fromhex("72b662b60138fbd1fee7"))
+    m.set_reg("pc", SRAM_CODE)
+    m.set_reg("r0", 1000)
+    m.add_breakpoint(SRAM_CODE + 8)
+    before = m.core.state.blocks
+    r = m.run(max_cycles=10**6)
+    assert r.reason == StopReason.BREAKPOINT and m.reg("r0") == 0
+    assert m.core.state.blocks - before < 20
+
+
+def test_an_exception_pended_under_primask_is_taken_at_the_cpsie_of_a_loop(make_machine, elf):
+    """The same loop with PendSV pended while PRIMASK is set: a run takes it right
+    after the first ``cpsie i``, before ``subs``, on either engine."""
+    m = make_machine()
+    m.load(elf("bench"))
+    m.write_memory(SRAM_CODE, bytes.fromhex("72b662b60138fbd1fee7"))
+    m.set_reg("pc", SRAM_CODE)
+    m.set_reg("r0", 3)
+    m.step()  # cpsid i
+    m.nvic.set_pending(14)
+    m.add_breakpoint(int.from_bytes(m.read_memory(14 * 4, 4), "little") & ~1)  # PendSV's handler
+    r = m.run(max_cycles=10**6)
+    assert r.reason == StopReason.BREAKPOINT
+    assert m.active_exception() == 14
+    assert m.reg("r0") == 3

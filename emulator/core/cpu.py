@@ -188,12 +188,17 @@ class Core:
         for listener in list(self.mem_hook_listeners):
             listener()
 
-    def count_blocks(self) -> None:
+    def count_blocks(self, pending: int | None = None) -> None:
         """Counted mode (pkasim's engine, docs/engine.md): the engine's generated code
         commits each block's cycles and instructions and records the next block
         (cyclehook.c pk_block_cost says what, at translation); the native hook
         (pk_block_hook_counted) runs only where the cycle count reaches ``limit``
-        or the block asks for it."""
+        or the block asks for it.
+
+        ``pending``: the address of the NVIC's 64-bit pending word. A block that may
+        unmask interrupts (CPSIE, MSR) then asks for the hook after it only while an
+        exception is pending (patch 31): one that becomes pending later sets the
+        limit to 0 itself (``pk_pend``, ``RunLoop.request_check``)."""
         s = self.state
         s.counted = 1
         s.limit = s.limit_inline = 0
@@ -205,7 +210,8 @@ class Core:
             ctypes.cast(self.lib.pk_block_cost, ctypes.c_void_p).value,
             ctypes.cast(self.lib.pk_block_hook_counted, ctypes.c_void_p).value,
             ctypes.addressof(s),
-            at[7])
+            at[7],
+            pending)
         fn = _ucmod.uclib.uc_block_account_set
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

@@ -44,7 +44,7 @@ from pkasim.core.watchpoints import Watchpoint
 from pkasim.host.semihosting import Semihosting
 from pkasim.native import engine, stockregs
 from pkasim.peripherals.base import Peripheral
-from pkasim.peripherals.nvic import FIRST_IRQ, SYSTICK, exception_name
+from pkasim.peripherals.nvic import FIRST_IRQ, SYSTICK, NvicState, exception_name
 
 __all__ = ["CALL_RETURN", "Fault", "Machine", "RunResult", "StopReason"]
 
@@ -112,7 +112,8 @@ class Machine:
             s.regids[i] = rid
         s.apsr_regid = A.UC_ARM_REG_APSR
         if engine.patched():
-            core.count_blocks()  # the engine's generated code keeps the count (docs/engine.md)
+            # the engine's generated code keeps the count (docs/engine.md)
+            core.count_blocks(pending=ctypes.addressof(self.nvic.state) + NvicState.pending.offset)
             core.find_small_hooks_inline(INLINE_HOOK_BYTES)  # watchpoints do not slow their page
             fn = _ucmod.uclib.uc_pkasim_arm_regs  # r0-r14 read in place by the native hooks (patch 14)
             fn.restype, fn.argtypes = ctypes.c_void_p, [ctypes.c_void_p]

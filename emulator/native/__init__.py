@@ -236,12 +236,13 @@ class PkState(ctypes.Structure):
 
 
 class BlockAccount(ctypes.Structure):
-    """Unicorn's uc_block_account (the engine's patches 5 and 19, docs/engine.md): where
-    the generated code keeps the count, and the two native callbacks."""
+    """Unicorn's uc_block_account (the engine's patches 5, 19 and 31, docs/engine.md):
+    where the generated code keeps the count, the two native callbacks, and the word
+    that says whether a block that may unmask interrupts needs the hook after it."""
 
     _fields_ = [(name, ctypes.c_void_p) for name in
                 ("cycles", "insns", "limit", "record", "span", "ring", "ring_pos", "cost", "hook", "user_data",
-                 "inline_limit")]
+                 "inline_limit", "hook_next_when")]
 
 
 _lib: ctypes.CDLL | None = None
