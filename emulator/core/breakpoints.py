@@ -10,9 +10,11 @@ instruction (docs/faults.md).
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 
 from unicorn import UC_HOOK_CODE, Uc
+from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, uccallback
 
 from pkasim.core.cpu import Core
 
@@ -30,7 +32,12 @@ class Breakpoints:
         self.addresses: set[int] = set()
         self.skip: int | None = None  # the one to step over when resuming from it
         self.conditions: dict[int, Condition] = {}
-        self._hooks: dict[int, int] = {}
+        self._hooks: dict[int, ctypes.c_size_t] = {}
+        # One ctypes callback for every breakpoint, made with the machine: each add is
+        # then a plain uc_hook_add (the binding's hook_add builds a callback per call,
+        # about 0.15 ms the first time in a process, inside the run it is part of).
+        self._py_hook = uccallback(core.uc, HOOK_CODE_CFUNC)(
+            lambda uc, address, size, _key: self._hook(uc, address, size, None))
 
     def add(self, addr: int, condition: Condition | None = None) -> None:
         addr &= ~1
@@ -41,7 +48,7 @@ class Breakpoints:
         if addr in self._hooks:
             return
         self.addresses.add(addr)
-        self._hooks[addr] = self.core.uc.hook_add(UC_HOOK_CODE, self._hook, begin=addr, end=addr)
+        self._hooks[addr] = self.core.add_native_hook(UC_HOOK_CODE, self._py_hook, addr, addr, ctypes.c_void_p(0))
         self.core.uc.ctl_remove_cache(addr, addr + 2)
 
     def remove(self, addr: int) -> None:
@@ -50,7 +57,7 @@ class Breakpoints:
         self.conditions.pop(addr, None)
         handle = self._hooks.pop(addr, None)
         if handle is not None:
-            self.core.uc.hook_del(handle)
+            self.core.remove_native_hook(handle)
             self.core.uc.ctl_remove_cache(addr, addr + 2)
 
     def stops_at(self, address: int) -> bool:
