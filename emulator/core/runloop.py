@@ -485,18 +485,17 @@ class RunLoop:
             self._handle_error(exc, core.pc)
             return
         s.align_skip_start = 0xFFFFFFFF
+        if self._py_stop is None and self._bps.stops_at(fault_pc):
+            # A breakpoint on the faulting instruction stops before it, as the core's
+            # breakpoint unit would (PC is there: the run went up to it).
+            self._py_stop = ("breakpoint", fault_pc)
         if self._py_stop is not None:
-            # A breakpoint or watchpoint before the faulting instruction: the run stops
-            # there; the fault comes when it goes on.
+            # A breakpoint or watchpoint before the faulting instruction, or on it: the
+            # run stops there; the fault comes when it goes on.
             self._after_stop(core.pc, None)
             return
         self.settle(fault_pc)
         core.set_pc(fault_pc)
-        if self._bps.stops_at(fault_pc):
-            # A breakpoint on the faulting instruction stops before it, as the core's
-            # breakpoint unit would: the instruction has not executed yet.
-            self._bps.skip = fault_pc
-            raise Stop(StopReason.BREAKPOINT, f"breakpoint at {self.describe(fault_pc)}")
         self.exc.fault(cause, fault_pc, address=address)
 
     def _sleep_cause(self) -> str:
