@@ -14,6 +14,7 @@ from typing import Protocol
 from unicorn import (
     UC_ARCH_ARM,
     UC_CTL_IO_WRITE,
+    UC_CTL_TB_REMOVE_CACHE,
     UC_CTL_TLB_FLUSH,
     UC_HOOK_TLB_FILL,
     UC_MODE_MCLASS,
@@ -55,11 +56,15 @@ class Core:
         self.lib = native.load()
         self.state = native.PkState()
         self.state.ring[:] = [native.RING_EMPTY] * native.RING  # no block start yet
+        self.state.probe_at = native.PK_NONE  # no call probe (Machine.probe_call)
         self.state_ref = ctypes.byref(self.state)
         uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
         uc.ctl_set_cpu_model(A.UC_CPU_ARM_CORTEX_M0)
         self.uc = uc
         self.uch = uc._uch
+        # uc_ctl(UC_CTL_TB_REMOVE_CACHE) from the call probe's entry mark (cyclehook.c probe_mark)
+        self.state.uc_ctl = ctypes.cast(_ucmod.uclib.uc_ctl, ctypes.c_void_p).value
+        self.state.ctl_remove_cache = (UC_CTL_IO_WRITE << 30) | (2 << 26) | UC_CTL_TB_REMOVE_CACHE
         self._reg_read = _ucmod.uclib.uc_reg_read
         self._reg_write = _ucmod.uclib.uc_reg_write
         self._rbuf, self._wbuf = ctypes.c_uint32(), ctypes.c_uint32()

@@ -38,7 +38,7 @@ from pkasim.core.devices import build_devices
 from pkasim.core.exceptions import ExceptionModel, Fault
 from pkasim.core.flashreads import FlashReads
 from pkasim.core.observe import Kind, Observation, Observer
-from pkasim.core.results import RunResult, StopReason
+from pkasim.core.results import CallProbe, ProbeState, RunResult, StopReason
 from pkasim.core.runloop import CALL_RETURN, RunLoop
 from pkasim.core.watchpoints import Watchpoint
 from pkasim.host.semihosting import Semihosting
@@ -86,6 +86,8 @@ class Machine:
         self._insn_hooks: dict[object, tuple[int, int]] = {}  # on_instructions handles: [begin, end)
         self._hooks_changed = False  # since the WFI hooks were placed and the loops decided
         self._wfis: set[int] = set()
+        self._probe_mark: object | None = None  # the call probe's callback (probe_call), kept alive
+        self._probe_error: BaseException | None = None  # what the probe's on_mark raised
         self._setup_cycle_model()
         self._setup_native_exceptions()
         self.bus.map()
@@ -321,6 +323,55 @@ class Machine:
             raise UsageError(f"call of {self.describe(addr)} did not return: {result.message or result.reason.value}")
         core.wr(A.UC_ARM_REG_SP, sp)
         return self.cycles - before
+
+    def probe_call(self, function: int | str, on_mark: Callable[[int], None] | None = None) -> None:
+        """Mark the next call of ``function`` in the runs that follow without stopping
+        them: the counts at its first instruction and at the address it returns to (LR
+        there) are kept natively (call_probe()), so a bench job measures its call in one
+        run instead of three (stops cost a first run's translations and Python's first
+        pass through the stop path). ``on_mark`` is called at each mark, 0 at the entry
+        and 1 at the return, from inside the run: what it reads of the machine (a
+        device's counters) is as it is there. A call whose return cannot be awaited so (LR
+        not a Thumb address: an exception handler's EXC_RETURN) stops the run at the
+        entry instead, as ``until`` would (StopReason.UNTIL; ProbeState.STOPPED)."""
+        addr = self._resolve(function)
+        s = self.core.state
+        self._probe_error = None
+
+        def mark(which: int) -> None:
+            try:
+                if on_mark is not None:
+                    on_mark(which)
+            except BaseException as exc:  # raised by call_probe(), not lost in the engine's callback
+                self._probe_error = exc
+
+        self._probe_mark = native.PROBE_MARK(mark)
+        s.probe_py = ctypes.cast(self._probe_mark, ctypes.c_void_p).value
+        s.probe_state = native.PROBE_ENTRY
+        s.probe_at = addr & ~1
+        self.core.uc.ctl_remove_cache(addr & ~1, (addr & ~1) + 2)  # translated again to call the hook there
+
+    def call_probe(self) -> CallProbe:
+        """Where the call probe stands, and its marks (zero where not reached)."""
+        if self._probe_error is not None:
+            error, self._probe_error = self._probe_error, None
+            raise error
+        s = self.core.state
+        state = {native.PROBE_ENTRY: ProbeState.WAITING, native.PROBE_CALL: ProbeState.IN_CALL,
+                 native.PROBE_DONE: ProbeState.DONE, native.PROBE_STOPPED: ProbeState.STOPPED}.get(s.probe_state)
+        if state is None:
+            raise UsageError("no call probe (probe_call)")
+        return CallProbe(state, s.probe_cycles[0], s.probe_insns[0], s.probe_cycles[1], s.probe_insns[1])
+
+    def end_probe(self) -> None:
+        """No call probe any more (its blocks keep calling the hook, which does nothing there)."""
+        s = self.core.state
+        s.probe_state = native.PROBE_OFF
+        s.probe_at = native.PK_NONE
+        s.probe_py = None
+        s.probe_cycles[:] = [0, 0]
+        s.probe_insns[:] = [0, 0]
+        self._probe_mark = None
 
     def skip(self, count: int = 1) -> None:
         """Do not execute the ``count`` instructions at PC (in memory order): PC moves

@@ -1,10 +1,11 @@
 """One function call measured inside a whole run: what the bench jobs of every workload
 (pkasim.rsa, pkasim.ecc) report.
 
-The firmware runs from reset to the function's first instruction, then to the address
-it returns to, then to its end. The cycles, instructions, PKA busy time and PKA
-operations between the first two stops are the function's; the run goes on to the end
-so the firmware can check and report its result.
+The firmware runs from reset to its end in one run; a call probe (Machine.probe_call)
+marks the function's first instruction and the address it returns to without stopping
+there. The cycles, instructions, PKA busy time and PKA operations between the two marks
+are the function's; the run goes on to the end so the firmware can check and report its
+result.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 from pkasim.base.errors import PkasimError
 from pkasim.core.machine import Machine
-from pkasim.core.results import RunResult, StopReason
+from pkasim.core.results import ProbeState, RunResult, StopReason
 
 
 @dataclass
@@ -56,12 +57,35 @@ class CallMeasure:
 def measure_call(m: Machine, function: str, image: str, max_cycles: int,
                  progress: Callable[[int], None] | None = None) -> CallMeasure:
     """Run a loaded machine to its end, measuring the first call of ``function``;
-    ``image`` names the firmware in errors."""
+    ``image`` names the firmware in errors. One run with a call probe
+    (Machine.probe_call): the counts and the PKA's at the call's entry and return are
+    taken there without a stop. A call the probe cannot follow to its return stops the
+    run at its entry; that call is measured as before the probe, with a breakpoint at
+    the return address and two runs more. ``max_cycles`` bounds each run (the one run,
+    or each of those three)."""
     pka = m.peripherals.get("pka")
     wall = time.perf_counter()
-    first = m.run(until=function, max_cycles=max_cycles, progress=progress)
-    if first.reason != StopReason.UNTIL:
-        raise PkasimError(f"{image}: never reached {function} ({first.message or first.reason.value})")
+    counts: list[tuple[int, dict[str, int]]] = []
+
+    def at_mark(_: int) -> None:
+        counts.append((pka.busy_total, dict(pka.operations)) if pka is not None else (0, {}))
+
+    m.probe_call(function, at_mark)
+    try:
+        end = m.run(max_cycles=max_cycles, progress=progress)
+        probe = m.call_probe()
+    finally:
+        m.end_probe()
+    if probe.state == ProbeState.DONE:
+        (busy0, ops0), (busy1, ops1) = counts
+        return CallMeasure(probe.return_cycles - probe.entry_cycles,
+                           probe.return_instructions - probe.entry_instructions, busy1 - busy0,
+                           {k: v - ops0.get(k, 0) for k, v in ops1.items()}, end, time.perf_counter() - wall)
+    if probe.state == ProbeState.WAITING:
+        raise PkasimError(f"{image}: never reached {function} ({end.message or end.reason.value})")
+    if probe.state == ProbeState.IN_CALL:
+        raise PkasimError(f"{image}: {function} did not return ({end.message or end.reason.value})")
+    # ProbeState.STOPPED: at the entry, as a run with until=function stops there
     c0, i0 = m.cycles, m.instructions
     busy0 = pka.busy_total if pka is not None else 0
     ops0 = dict(pka.operations) if pka is not None else {}

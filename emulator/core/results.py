@@ -51,6 +51,27 @@ class RunResult:
         return self.instructions / self.wall_seconds / 1e6 if self.wall_seconds > 0 else 0.0
 
 
+class ProbeState(str, Enum):
+    """Where a call probe (Machine.probe_call) stands."""
+
+    WAITING = "waiting"  # the function's entry has not been reached
+    IN_CALL = "in-call"  # entered; its return has not been reached
+    DONE = "done"  # entered and returned: both marks are kept
+    STOPPED = "stopped"  # its return could not be awaited: the run stopped at the entry (StopReason.UNTIL)
+
+
+@dataclass
+class CallProbe:
+    """A call probe's marks: the counts (of the whole session) at the first instruction
+    of the function and at the address it returned to, as far as it got."""
+
+    state: ProbeState
+    entry_cycles: int
+    entry_instructions: int
+    return_cycles: int
+    return_instructions: int
+
+
 class Stop(Exception):
     """Internal: the run loop must return this result."""
 

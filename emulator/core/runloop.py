@@ -235,6 +235,9 @@ class RunLoop:
             return
         if self._native_fault(reason):
             return
+        if reason == native.STOP_PROBE:  # a probed call whose return cannot be awaited (cyclehook.c probe_mark)
+            self.settle(pc_now)
+            raise Stop(StopReason.UNTIL, f"reached {self.describe(pc_now)}")
         if reason == native.STOP_LOOPCHK:
             key = s.loop_key  # odd: a loop of several blocks, its code [start, loop_end)
             self._loop_verdict(pc_now, s.loop_end if key & 1 else s.cur_end, until, key)

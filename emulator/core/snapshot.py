@@ -40,7 +40,7 @@ _WIRING = ("uc", "reg_read", "emu_stop", "nvic", "reg_write", "mem_read", "mem_w
            "id_control", "id_msp", "id_psp", "id_xpsr", "id_ipsr", "fetch_ws", "flash_base", "flash_end",
            "cond_penalty", "align_enabled", "entry_cycles", "return_cycles", "vtor", "sleep_on_exit", "regs_ptr",
            "flash_host", "flash_alias", "flash_alias_on", "wwin", "sh_native",
-           "m_read", "m_write")
+           "m_read", "m_write", "uc_ctl", "ctl_remove_cache", "probe_py")
 # PkaState fields owned by the native log (pointer and capacity) or the wiring.
 _PKA_KEEP = ("log", "log_cap", "ram", "op_cycles", "core", "py_access", "fast_on", "irq_exc", "base")
 # PkState fields not kept at all: the idle-loop verdict tables (44 KiB), a cache that

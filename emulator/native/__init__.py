@@ -24,11 +24,13 @@ VERDICT_PLAIN = 4  # verdict flag (pkstate.h): no back edge inside the loop's co
 VERDICT_SELF = 8  # verdict flag (pkstate.h): its iterations are self-contained (cycles.loop_self_contained)
 
 (STOP_NONE, STOP_DEADLINE, STOP_ALIGN, STOP_IRQCHK, STOP_SLEEP, STOP_LOOPCHK, STOP_STUCK, STOP_UNDEF, STOP_WATCH,
- STOP_NATIVE_ERROR, STOP_ALIGN_SPLIT, STOP_SP_WRITE) = range(12)
+ STOP_NATIVE_ERROR, STOP_ALIGN_SPLIT, STOP_SP_WRITE, STOP_PROBE) = range(13)
+PROBE_OFF, PROBE_ENTRY, PROBE_CALL, PROBE_DONE, PROBE_STOPPED = range(5)  # pk_state probe_state
 PK_NOMEM, PK_UNREADABLE = 1, 2  # native_error after STOP_NATIVE_ERROR
 PK_NONE = 0xFFFFFFFF
 
 PY_INTR = ctypes.CFUNCTYPE(None, ctypes.c_uint32)
+PROBE_MARK = ctypes.CFUNCTYPE(None, ctypes.c_uint32)  # pk_probe_fn: 0 at the entry, 1 at the return
 # A native device's slow path: (offset, size, value, is_write, cycles into the block) -> value read
 DEVICE_ACCESS = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
                                  ctypes.c_uint32, ctypes.c_uint32)
@@ -232,6 +234,15 @@ class PkState(ctypes.Structure):
         ("py_read_at", ctypes.c_uint64),
         ("whole_next", ctypes.c_uint32),
         ("whole_anchored", ctypes.c_uint32),
+        # one function call measured within a run (cyclehook.c probe_mark; core/measure.py)
+        ("probe_state", ctypes.c_uint32),
+        ("probe_at", ctypes.c_uint32),
+        ("probe_cycles", ctypes.c_uint64 * 2),
+        ("probe_insns", ctypes.c_uint64 * 2),
+        ("probe_py", ctypes.c_void_p),
+        ("uc_ctl", ctypes.c_void_p),
+        ("ctl_remove_cache", ctypes.c_uint32),
+        ("pad_probe", ctypes.c_uint32),
     ]
 
 

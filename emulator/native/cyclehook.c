@@ -149,6 +149,44 @@ static void trust_epoch(pk_state *s) {
     if (s->cycles >= s->trust_end || s->trust_end - s->cycles > PK_TRUST_CYCLES) pk_trust_expire(s);
 }
 
+/* A mark of the measured call (pk_state probe_*), at the start of the block at ``a``
+ * (``size`` bytes), which is about to run: the count a run stopped there reads (a
+ * breakpoint's, or until's: the block's entry fetch paid, settle.py) is the call's
+ * start or end. At the entry the return address (LR, a Thumb address) is awaited next; in
+ * counted mode its block, if translated already, is dropped so that its next
+ * translation calls the hook (pk_block_cost). A return that cannot be awaited so (LR
+ * not a Thumb address, or EXC_RETURN; inside this very block; its translation not
+ * dropped) stops the run before the block instead (STOP_PROBE, PROBE_STOPPED): the
+ * run loop measures that call with a breakpoint. Returns 1 when it stopped the run. */
+static int probe_mark(pk_state *s, void *uc, uint32_t a, uint32_t size) {
+    if (s->probe_state == PROBE_ENTRY) {
+        uint32_t lr = 0;
+        if (s->regs_ptr) lr = s->regs_ptr[14];
+        else s->reg_read(uc, s->regids[14], &lr);
+        uint32_t ret = lr & ~1u;
+        if (!(lr & 1) || ret >= 0xF0000000u || (ret >= a && ret < a + size) ||
+            (s->counted && (!s->uc_ctl || s->uc_ctl(uc, s->ctl_remove_cache, (uint64_t)ret, (uint64_t)ret + 2) != 0))) {
+            s->probe_state = PROBE_STOPPED;
+            s->probe_at = PK_NONE;
+            s->stop_reason = STOP_PROBE;
+            s->emu_stop(uc);
+            return 1;
+        }
+        s->probe_cycles[0] = s->cycles + entry_fetch(s, a);
+        s->probe_insns[0] = s->insns;
+        s->probe_state = PROBE_CALL;
+        s->probe_at = ret;
+        if (s->probe_py) s->probe_py(0);
+    } else if (s->probe_state == PROBE_CALL) {
+        s->probe_cycles[1] = s->cycles + entry_fetch(s, a);
+        s->probe_insns[1] = s->insns;
+        s->probe_state = PROBE_DONE;
+        s->probe_at = PK_NONE;
+        if (s->probe_py) s->probe_py(1);
+    }
+    return 0;
+}
+
 /* The work at a block start. ``counted``: the engine's generated code has already
  * added the previous block's cycles and instructions (uc_block_account, docs/engine.md)
  * and applied its not-taken adjustment; the rest is the same. */
@@ -251,6 +289,7 @@ static void block_start(void *uc, uint32_t a, uint32_t size, pk_state *s, int co
             return;
         }
     }
+    if (a == s->probe_at && probe_mark(s, uc, a, size)) return;
 
 admitted:
     if (blk && blk != &scratch && blk->start != a) { /* (the cache was emptied meanwhile) */
@@ -321,7 +360,8 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     const pk_block *blk = pk_code_hit(s->code, a, size);
     uint32_t flags = s->cur_flags;
     uint32_t other = (uint32_t)!s->cur_valid | (flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) | (uint32_t)!s->native_on |
-                     s->irq_check | s->fetch_ws | s->span_hi | (uint32_t)(s->align_skip_start == a);
+                     s->irq_check | s->fetch_ws | s->span_hi | (uint32_t)(s->align_skip_start == a) |
+                     (uint32_t)(a == s->probe_at);
     if (!other && blk && blk->mode && blk->undef_off == PK_NONE &&
         (blk->mode != 2 || pk_trusted(s, blk->trust_tag))) {
         uint64_t cycles = s->cycles + s->cur_cost - ((flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);
@@ -424,8 +464,8 @@ int pk_block_cost(void *uc, uint64_t address, uint32_t size, pk_block_cost_t *c,
         c->seq_value = PK_F_BRANCH; /* sequential: a conditional branch's fall-through, or no branch */
     }
     /* The hook at every start: an instruction ARMv6-M lacks, pkasim's own alignment
-     * checks, code the write watch must cover first. */
-    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n) c->mode = 1; /* UC_BLOCK_HOOK */
+     * checks, code the write watch must cover first, the block a call probe awaits. */
+    if (watch >= 0 || blk->undef_off != PK_NONE || blk->check_n || a == s->probe_at) c->mode = 1; /* UC_BLOCK_HOOK */
     else c->mode = mode == 2 ? 2 : 0; /* UC_BLOCK_SPAN or UC_BLOCK_INLINE */
     /* A block of exactly one loop the idle check follows: no hook while that loop is
      * trusted (its slot holds its tag, idle.c) and no span is set. */

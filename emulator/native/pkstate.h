@@ -18,7 +18,7 @@
  * run the block up to align_addr (the next instruction), then clear SP bits [1:0]. */
 enum { STOP_NONE = 0, STOP_DEADLINE = 1, STOP_ALIGN = 2, STOP_IRQCHK = 3, STOP_SLEEP = 4, STOP_LOOPCHK = 5,
        STOP_STUCK = 6, STOP_UNDEF = 7, STOP_WATCH = 8, STOP_NATIVE_ERROR = 9, STOP_ALIGN_SPLIT = 10,
-       STOP_SP_WRITE = 11 };
+       STOP_SP_WRITE = 11, STOP_PROBE = 12 };
 
 #define RING 64 /* recent block starts: 64 words, so that ring_pos (a byte offset) wraps by itself */
 
@@ -34,6 +34,11 @@ typedef struct {
     uint32_t xpsr, control, primask, msp, psp, pc;
 } pk_mexc;
 typedef int (*pk_mexc_fn)(void *uc, pk_mexc *regs);
+/* the call probe (cyclehook.c probe_mark): Python's part of a mark (0 the entry, 1 the return) */
+typedef void (*pk_probe_fn)(uint32_t mark);
+/* Unicorn's uc_ctl, for UC_CTL_TB_REMOVE_CACHE (two uint64_t arguments) */
+typedef int (*pk_uc_ctl_fn)(void *uc, uint32_t control, ...);
+enum { PROBE_OFF = 0, PROBE_ENTRY = 1, PROBE_CALL = 2, PROBE_DONE = 3, PROBE_STOPPED = 4 };
 
 /* A device with native timed events (peripherals/{pka,systick}_fast.c): its state record and the
  * two functions the core calls at block boundaries. The machine fills the table from
@@ -214,6 +219,20 @@ typedef struct {
     uint32_t whole_next;        /* where its next block starts; PK_NONE: none being seen */
     uint32_t whole_anchored;    /* 1: it came to loop_anchor since it began (the sums of a loop
                                  * of several blocks restart there) */
+    /* ---- one function call measured within a run, without a stop (core/measure.py;
+     * cyclehook.c probe_mark): the first start of the block at probe_at records the
+     * count there, in PROBE_ENTRY the function's entry (then the address LR holds there
+     * is awaited: PROBE_CALL), in PROBE_CALL its return (PROBE_DONE). A call whose
+     * return cannot be awaited so stops the run at the entry (PROBE_STOPPED, STOP_PROBE).
+     * In counted mode the awaited block is translated to call the hook (pk_block_cost) ---- */
+    uint32_t probe_state;       /* PROBE_OFF, PROBE_ENTRY, PROBE_CALL, PROBE_DONE, PROBE_STOPPED */
+    uint32_t probe_at;          /* the block start awaited; PK_NONE: none */
+    uint64_t probe_cycles[2];   /* the count at the entry and at the return */
+    uint64_t probe_insns[2];
+    pk_probe_fn probe_py;       /* called at each mark (NULL: none) */
+    pk_uc_ctl_fn uc_ctl;        /* drops the return's translation (counted mode) */
+    uint32_t ctl_remove_cache;  /* uc_ctl's control word for UC_CTL_TB_REMOVE_CACHE */
+    uint32_t pad_probe;
 } pk_state;
 
 /* The block about to run, as the idle check sees it (cyclehook.c block_start): its
