@@ -173,3 +173,20 @@ def test_an_error_in_the_mark_callback_is_raised_by_call_probe(make_machine, elf
     with pytest.raises(ValueError, match="counter unreadable"):
         m.call_probe()
     m.end_probe()
+
+
+def test_a_step_onto_a_probed_handler_entry_still_executes_one_instruction(make_machine, elf):
+    m = make_machine()
+    m.load(elf("systick"))
+    handler = m.image.symbol("SysTick_Handler").address & ~1
+    for _ in range(20000):
+        if m.pc == handler:
+            break
+        m.step()
+    assert m.pc == handler
+    m.probe_call("SysTick_Handler")
+    before = m.instructions
+    assert m.step().reason == StopReason.STEP
+    assert m.instructions == before + 1 and m.pc != handler
+    assert m.call_probe().state == ProbeState.STOPPED
+    m.end_probe()

@@ -607,6 +607,9 @@ class RunLoop:
         self._bps.skip = pc
         try:
             self.emu(pc, 0xFFFFFFFF, count=1)
+            if s.stop_reason == native.STOP_PROBE:  # a call probe stopped at the entry (a run's stop): step on
+                s.stop_reason = native.STOP_NONE
+                self.emu(pc, 0xFFFFFFFF, count=1)
             checked = (native.STOP_ALIGN, native.STOP_UNDEF, native.STOP_ALIGN_SPLIT, native.STOP_SP_WRITE)
             if s.stop_reason in checked and \
                     (s.undef_pc if s.stop_reason == native.STOP_UNDEF else s.align_pc) != pc or \
