@@ -8,6 +8,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+
+import pytest
 
 
 def on_stock_wheel(script: str, *args: object, timeout: float = 300) -> dict:
@@ -19,4 +22,29 @@ def on_stock_wheel(script: str, *args: object, timeout: float = 300) -> dict:
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["engine"] == "stock"
+    return out
+
+
+def per_engine(script: str, *args: object, timeout: float = 300) -> Callable[[str], dict]:
+    """``get(choice)``: the JSON object ``script`` prints last, run with ``args`` and
+    ``PKASIM_ENGINE=choice`` (``stock`` or ``patched``), once per choice."""
+    seen: dict[str, dict] = {}
+
+    def get(choice: str) -> dict:
+        if choice not in seen:
+            done = subprocess.run([sys.executable, "-c", script, *map(str, args)],
+                                  env={**os.environ, "PKASIM_ENGINE": choice},
+                                  capture_output=True, text=True, timeout=timeout, check=False)
+            assert done.returncode == 0, done.stderr[-2000:]
+            seen[choice] = json.loads(done.stdout.strip().splitlines()[-1])
+        return seen[choice]
+    return get
+
+
+def on_engine(results: Callable[[str], dict], choice: str) -> dict:
+    """``results(choice)``, or a skip where pkasim's engine could not be used (the
+    child ran on the stock wheel when ``patched`` was asked)."""
+    out = results(choice)
+    if out["engine"] != choice:
+        pytest.skip(f"pkasim's engine is not available here (the run used {out['engine']})")
     return out

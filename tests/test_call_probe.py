@@ -8,12 +8,8 @@ process (the engine is chosen once per process)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+from stock_util import on_engine, per_engine
 
 from pkasim.base.errors import PkasimError
 from pkasim.core.measure import measure_call
@@ -77,25 +73,12 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def results(elf):
     """The child's results on each engine, run once per engine."""
-    seen: dict[str, dict] = {}
-
-    def get(choice: str) -> dict:
-        if choice not in seen:
-            done = subprocess.run([sys.executable, "-c", CHILD, str(elf("hello")), str(elf("systick"))],
-                                  env={**os.environ, "PKASIM_ENGINE": choice},
-                                  capture_output=True, text=True, timeout=300, check=False)
-            assert done.returncode == 0, done.stderr[-2000:]
-            seen[choice] = json.loads(done.stdout.strip().splitlines()[-1])
-        return seen[choice]
-    return get
+    return per_engine(CHILD, elf("hello"), elf("systick"), timeout=300)
 
 
 @pytest.fixture(params=["stock", "patched"])
 def got(request, results):
-    out = results(request.param)
-    if out["engine"] != request.param:
-        pytest.skip(f"pkasim's engine is not available here (the run used {out['engine']})")
-    return out
+    return on_engine(results, request.param)
 
 
 @pytest.mark.parametrize("fn", ["sh_write", "sh_putc", "sh_puts"])
