@@ -345,11 +345,11 @@ class Machine:
             except BaseException as exc:  # raised by call_probe(), not lost in the engine's callback
                 self._probe_error = exc
 
+        entry = addr & ~1
         self._probe_mark = native.PROBE_MARK(mark)
         s.probe_py = ctypes.cast(self._probe_mark, ctypes.c_void_p).value
-        s.probe_state = native.PROBE_ENTRY
-        s.probe_at = addr & ~1
-        self.core.uc.ctl_remove_cache(addr & ~1, (addr & ~1) + 2)  # translated again to call the hook there
+        self.core.lib.pk_probe_arm(self.core.state_ref, entry)
+        self.core.uc.ctl_remove_cache(entry, entry + 2)  # translated again to call the hook there
 
     def call_probe(self) -> CallProbe:
         """Where the call probe stands, and its marks (zero where not reached)."""

@@ -283,6 +283,7 @@ def _declare_code(lib: ctypes.CDLL) -> None:
     _declare(lib.pk_decode, None, u32, u32, u32, ctypes.POINTER(Rules), ctypes.POINTER(Insn))
     _declare(lib.pk_resolve_literal, None, ctypes.POINTER(Desc), ctypes.c_int, u32)
     _declare(lib.pk_cost_before, u32, ptr, u32, ctypes.POINTER(u32))
+    _declare(lib.pk_probe_arm, None, ptr, u32)
 
 
 LEAK_CLASSES = ("alu", "shift", "mul", "load", "store", "other")  # leakage.c LK_* classes, in order

@@ -143,6 +143,16 @@ void pk_code_clear(pk_code *c) {
     }
 }
 
+void pk_code_undecide(pk_code *c, uint32_t start) {
+    uint32_t mask = c->t.cap - 1, i = (start >> 1) & mask; /* pk_code_hit's probe sequence */
+    for (;;) {
+        pk_block *b = &c->t.table[i];
+        if (b->start == start) b->mode = 0;
+        if (b->start == start || b->start == PK_NONE) return;
+        i = (i + 1) & mask;
+    }
+}
+
 /* Page p of a region's lazily allocated two-level map (*top: npages pointers, each page
  * `bytes` long), allocated zeroed on first use and counted in map_bytes; NULL when
  * host memory runs out. */

@@ -71,6 +71,10 @@ void pk_code_free(pk_code *c);
 int pk_code_add_region(pk_code *c, uint32_t base, uint32_t size, uint32_t writable);
 /* Forget every cached block (a new image, or code that changed). */
 void pk_code_clear(pk_code *c);
+/* The cached block starting at ``start``, if any, gets its mode back to "not yet known"
+ * (0), so that the stock wheel's block hook sends its next start to block_start, where
+ * the mode is decided again (cyclehook.c: how a call probe sees the block it awaits). */
+void pk_code_undecide(pk_code *c, uint32_t start);
 /* Memory written at [addr, addr + len): drop the cache if cached code came from there.
  * Returns 1 if it did. */
 int pk_code_written(pk_code *c, uint32_t addr, uint32_t len);

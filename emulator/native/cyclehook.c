@@ -158,6 +158,23 @@ static void trust_epoch(pk_state *s) {
  * not a Thumb address, or EXC_RETURN; inside this very block; its translation not
  * dropped) stops the run before the block instead (STOP_PROBE, PROBE_STOPPED): the
  * run loop measures that call with a breakpoint. Returns 1 when it stopped the run. */
+/* The block start at ``at`` is the one the call probe awaits next: in counted mode its
+ * next translation calls the hook (pk_block_cost); on the stock wheel its cached block,
+ * its mode unknown again, goes to block_start instead of the hook's common path. */
+static void probe_await(pk_state *s, uint32_t at) {
+    s->probe_at = at;
+    if (s->code) pk_code_undecide(s->code, at);
+}
+
+/* Arm the call probe for a function whose first instruction is at ``entry``
+ * (Machine.probe_call; the caller drops the entry's translation). */
+void pk_probe_arm(pk_state *s, uint32_t entry) {
+    s->probe_state = PROBE_ENTRY;
+    s->probe_cycles[0] = s->probe_cycles[1] = 0;
+    s->probe_insns[0] = s->probe_insns[1] = 0;
+    probe_await(s, entry);
+}
+
 static int probe_mark(pk_state *s, void *uc, uint32_t a, uint32_t size) {
     if (s->probe_state == PROBE_ENTRY) {
         uint32_t lr = 0;
@@ -175,7 +192,7 @@ static int probe_mark(pk_state *s, void *uc, uint32_t a, uint32_t size) {
         s->probe_cycles[0] = s->cycles + entry_fetch(s, a);
         s->probe_insns[0] = s->insns;
         s->probe_state = PROBE_CALL;
-        s->probe_at = ret;
+        probe_await(s, ret);
         if (s->probe_py) s->probe_py(0);
     } else if (s->probe_state == PROBE_CALL) {
         s->probe_cycles[1] = s->cycles + entry_fetch(s, a);
@@ -360,8 +377,7 @@ void pk_block_hook(void *uc, uint64_t address, uint32_t size, pk_state *s) {
     const pk_block *blk = pk_code_hit(s->code, a, size);
     uint32_t flags = s->cur_flags;
     uint32_t other = (uint32_t)!s->cur_valid | (flags & (PK_F_IRQCHK | PK_F_CONDNEXT)) | (uint32_t)!s->native_on |
-                     s->irq_check | s->fetch_ws | s->span_hi | (uint32_t)(s->align_skip_start == a) |
-                     (uint32_t)(a == s->probe_at);
+                     s->irq_check | s->fetch_ws | s->span_hi | (uint32_t)(s->align_skip_start == a);
     if (!other && blk && blk->mode && blk->undef_off == PK_NONE &&
         (blk->mode != 2 || pk_trusted(s, blk->trust_tag))) {
         uint64_t cycles = s->cycles + s->cur_cost - ((flags & PK_F_COND) && a == s->cur_end ? s->cond_penalty : 0);

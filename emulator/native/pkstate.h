@@ -278,6 +278,8 @@ int pk_take(pk_state *s, int exc, uint32_t return_pc);
 void pk_counted_wake(pk_state *s);
 void pk_counted_soon(pk_state *s, uint64_t at);
 void pk_counted_relimit(pk_state *s);
+/* cyclehook.c: the call probe (Machine.probe_call) */
+void pk_probe_arm(pk_state *s, uint32_t entry);
 /* flashalias.c: the TLB entry of a flash page, when data reads go through the alias */
 int pk_flash_alias_fill(pk_state *s, uint32_t page, int type, uint64_t *paddr, uint32_t *perms);
 /* watchwindow.c: the TLB entry of a watched page, when it lies behind the window */
