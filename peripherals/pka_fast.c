@@ -207,6 +207,16 @@ static int operand_ok(const pk_pka *p, uint32_t ptr, uint32_t words) {
     return ptr % 4 == 0 && (uint64_t)ptr + 4u * words <= p->ram_size;
 }
 
+/* An operand in PKA RAM, read where it lies (the results go to p->result and
+ * p->result2 until the operation ends, so nothing writes the RAM while the arithmetic
+ * reads it), or from a copy in ``copy`` if the RAM is not word-aligned in host memory. */
+static const uint32_t *operand(const pk_pka *p, uint32_t ptr, uint32_t *copy, uint32_t words) {
+    const uint8_t *at = p->ram + ptr;
+    if (((uintptr_t)at & 3) == 0) return (const uint32_t *)(const void *)at;
+    memcpy(copy, at, 4u * words);
+    return copy;
+}
+
 /* START of an operation this path can serve, computed now and due at done_at; -1 (and
  * nothing changed) for pka.py to check, refuse or compute. MONTMUL2 (pka.py
  * _start_pair): R = A (x) B and R2 = A2 (x) B with one N, every operand read before
@@ -223,11 +233,10 @@ static int start_fast(pk_pka *p, uint32_t cr, uint64_t now) {
         !operand_ok(p, p->regs[RPTR], words) || (uses_n && !operand_ok(p, p->regs[NPTR], words)))
         return -1;
     if (pair && (!operand_ok(p, p->regs[A2PTR], words) || !operand_ok(p, p->regs[R2PTR], words))) return -1;
-    uint32_t a[MAX_WORDS], b[MAX_WORDS], n[MAX_WORDS], a2[MAX_WORDS];
-    memcpy(a, p->ram + p->regs[APTR], 4u * words);
-    memcpy(b, p->ram + p->regs[BPTR], 4u * words);
-    if (uses_n) memcpy(n, p->ram + p->regs[NPTR], 4u * words);
-    if (pair) memcpy(a2, p->ram + p->regs[A2PTR], 4u * words);
+    uint32_t ca[MAX_WORDS], cb[MAX_WORDS], cn[MAX_WORDS], ca2[MAX_WORDS];
+    const uint32_t *a = operand(p, p->regs[APTR], ca, words), *b = operand(p, p->regs[BPTR], cb, words);
+    const uint32_t *n = uses_n ? operand(p, p->regs[NPTR], cn, words) : NULL;
+    const uint32_t *a2 = pair ? operand(p, p->regs[A2PTR], ca2, words) : NULL;
     /* strict_operands: a modular operand at or above N is pka.py's to refuse (OPERRF) */
     if (uses_n && p->strict && (pk_geq(a, 0, n, words) || pk_geq(b, 0, n, words))) return -1;
     if (pair && p->strict && pk_geq(a2, 0, n, words)) return -1;
