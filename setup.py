@@ -59,7 +59,7 @@ NATIVE = [
         "pkasim.native._cyclehook",
         sources=[f"emulator/native/{name}.c" for name in
                  ("state", "cyclehook", "codecache", "thumb", "unaligned", "excmodel", "idle", "observe",
-                  "cthash", "leakage", "tlb", "retranslate", "flashalias", "watchwindow")]
+                  "cthash", "leakage", "tlb", "retranslate", "flashalias", "watchwindow", "sharedpage")]
         + ["peripherals/pka_fast.c", "peripherals/pka_montmul.c", "peripherals/systick_fast.c"],
         include_dirs=["emulator/native"],
         depends=["emulator/native/pkstate.h", "emulator/native/codecache.h", "emulator/native/thumb.h",

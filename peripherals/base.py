@@ -37,6 +37,16 @@ class NativeWindow(NamedTuple):
     due_fn: str
 
 
+class SharedWindow(NamedTuple):
+    """A device's native path in a page it shares with other devices (the System
+    Control Space): C read/write callbacks for its window and the state record they are
+    given (sharedpage.c calls them for the window's offsets)."""
+
+    read: Any
+    write: Any
+    state: int  # address of the device's state record
+
+
 class Peripheral:
     """A memory-mapped device: a register window, read and written by offset.
 

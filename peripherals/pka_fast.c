@@ -49,9 +49,6 @@ enum { CR = 0, SR, CLRFR, LEN, APTR, BPTR, NPTR, RPTR, CARRY, LASTCYC, MAXLEN, R
 #define MAX_WORDS 128
 #define LOG_LIMIT 100000
 
-typedef uint32_t (*pk_py_access_fn)(uint32_t offset, uint32_t size, uint32_t value, uint32_t write,
-                                    uint32_t time_offset);
-
 typedef struct {
     uint32_t op, words;
     uint64_t start, end;

@@ -12,7 +12,8 @@ The counter is never ticked: it is anchored (value v0 at cycle c0) and its value
 any cycle is computed; the next 1 -> 0 step is one scheduled event. The state lives in
 one record (SysTickState) that the native fast path shares (systick_fast.c): with the
 fast paths on, the step is scheduled there and fires inside the engine, as
-``_reach_zero`` does here; registers are always served here.
+``_reach_zero`` does here, and the word writes of CSR, RVR and CVR are served there
+as ``write`` does here; reads and everything else are served here.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from enum import IntEnum
 from pkasim.base.clock import Clock, Event
 from pkasim.base.errors import UsageError
 from pkasim.base.kinds import Kind
-from pkasim.peripherals.base import Peripheral, guest_log
+from pkasim.peripherals.base import Peripheral, SharedWindow, guest_log
 
 
 class Reg(IntEnum):
@@ -60,6 +61,9 @@ class SysTickState(ctypes.Structure):
         ("countflag", ctypes.c_uint32),
         ("irq_exc", ctypes.c_uint32),
         ("fast_on", ctypes.c_uint32),
+        ("py_access", ctypes.c_void_p),  # the fast path hands what it does not serve to ``read``/``write``
+        ("base", ctypes.c_uint32),
+        ("pad", ctypes.c_uint32),
     ]
 
 
@@ -107,6 +111,19 @@ class SysTick(Peripheral):
         self._lib = lib
         self._reschedule()
         return ctypes.addressof(st)
+
+    def shared_window(self, lib: ctypes.CDLL, core: int, slow_path: int) -> SharedWindow:
+        """Let the fast path (systick_fast.c, in ``lib``) serve this window's register
+        writes in the machine whose native state is at address ``core``, in the page it
+        shares with the NVIC (sharedpage.c); ``slow_path`` is the C-callable function
+        through which it hands the rest back to ``read``/``write``."""
+        if lib.pk_sizeof_systick() != ctypes.sizeof(SysTickState):
+            raise UsageError("the native SysTick does not match systick.py: rebuild with 'pip install -e .'")
+        st = self.state
+        st.core = core
+        st.base = self.base
+        st.py_access = slow_path
+        return SharedWindow(lib.pk_systick_read, lib.pk_systick_write, ctypes.addressof(st))
 
     def fast_paths_changed(self) -> None:
         """The fast paths were switched: move the pending step to the scheduler now in force."""

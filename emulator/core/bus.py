@@ -111,11 +111,14 @@ class Bus:
                     del windows[p]
         for p, devs in sorted(windows.items()):
             base = p * PAGE
-            self.core.uc.mmio_map(base, PAGE, self._mmio_read, (base, devs), self._mmio_write, (base, devs))
+            if any(hasattr(dev, "shared_window") for dev in devs):
+                self._map_shared(base, devs)
+            else:
+                self.core.uc.mmio_map(base, PAGE, self._mmio_read, (base, devs), self._mmio_write, (base, devs))
 
-    def _map_native(self, dev: Peripheral, size: int) -> None:
-        """A device with a native fast path: its window dispatches in C (the device
-        hands back what the fast path does not serve, through ``slow_path``)."""
+    def _slow_path(self, dev: Peripheral) -> int:
+        """A C-callable function through which a device's fast path hands an access
+        back to its Python model (offsets in the device's window)."""
         core = self.core
 
         def slow_path(offset: int, size: int, value: int, write: int, time_offset: int) -> int:
@@ -132,13 +135,56 @@ class Bus:
                 self.now.offset = 0
 
         callback = native.DEVICE_ACCESS(slow_path)
-        window = dev.attach_native(core.lib, ctypes.addressof(core.state), self.irq_exception.get(dev.name, 0),
-                                   ctypes.cast(callback, ctypes.c_void_p).value)
-        native.add_device(core.state, core.lib, window.state, window.next_fn, window.due_fn)
         self._keep.append(callback)
-        err = _ucmod.uclib.uc_mmio_map(core.uch, ctypes.c_uint64(dev.base), ctypes.c_size_t(size),
-                                       ctypes.cast(window.read, ctypes.c_void_p), ctypes.c_void_p(window.state),
-                                       ctypes.cast(window.write, ctypes.c_void_p), ctypes.c_void_p(window.state))
+        return ctypes.cast(callback, ctypes.c_void_p).value
+
+    def _map_native(self, dev: Peripheral, size: int) -> None:
+        """A device with a native fast path: its window dispatches in C (the device
+        hands back what the fast path does not serve, through its slow path)."""
+        core = self.core
+        window = dev.attach_native(core.lib, ctypes.addressof(core.state), self.irq_exception.get(dev.name, 0),
+                                   self._slow_path(dev))
+        native.add_device(core.state, core.lib, window.state, window.next_fn, window.due_fn)
+        self._uc_mmio_map(dev.base, size, window.read, window.state, window.write, window.state)
+
+    def _map_shared(self, base: int, devs: list[Peripheral]) -> None:
+        """A page several devices share, one of them at least with a native path
+        (SysTick in the System Control Space): the page dispatches in C
+        (sharedpage.c), to those paths for their windows and to ``_mmio_read`` /
+        ``_mmio_write``'s dispatch for the rest of the page."""
+        core = self.core
+        page = native.PageState(core=ctypes.addressof(core.state), base=base)
+        for dev in devs:
+            if hasattr(dev, "shared_window") and page.n < native.PAGE_SUBS:
+                window = dev.shared_window(core.lib, ctypes.addressof(core.state), self._slow_path(dev))
+                sub = page.sub[page.n]
+                sub.lo, sub.hi = dev.base - base, min(dev.base + dev.size, base + PAGE) - base
+                sub.read = ctypes.cast(window.read, ctypes.c_void_p).value
+                sub.write = ctypes.cast(window.write, ctypes.c_void_p).value
+                sub.state = window.state
+                page.n += 1
+
+        def rest(offset: int, size: int, value: int, write: int, time_offset: int) -> int:
+            addr = base + offset
+            dev = self._find_dev(devs, addr)
+            if write:
+                self._serve_write(dev, addr, size, value, time_offset)
+                return 0
+            return self._serve_read(dev, addr, size, time_offset)
+
+        callback = native.DEVICE_ACCESS(rest)
+        page.py = ctypes.cast(callback, ctypes.c_void_p).value
+        self._keep += [callback, page]
+        self._uc_mmio_map(base, PAGE, core.lib.pk_page_read, ctypes.addressof(page), core.lib.pk_page_write,
+                          ctypes.addressof(page))
+
+    def _uc_mmio_map(self, base: int, size: int, read: object, read_state: int, write: object,
+                     write_state: int) -> None:
+        """Map a window whose callbacks are C functions (not Python ones: the binding's
+        mmio_map would wrap them)."""
+        err = _ucmod.uclib.uc_mmio_map(self.core.uch, ctypes.c_uint64(base), ctypes.c_size_t(size),
+                                       ctypes.cast(read, ctypes.c_void_p), ctypes.c_void_p(read_state),
+                                       ctypes.cast(write, ctypes.c_void_p), ctypes.c_void_p(write_state))
         if err:
             raise UcError(err)
 
@@ -169,26 +215,34 @@ class Bus:
         base, devs = window
         addr = base + offset
         dev = self._find_dev(devs, addr)
+        return self._serve_read(dev, addr, size, None if dev is None else self._access_offset(addr))
+
+    def _mmio_write(self, uc: Uc, offset: int, size: int, value: int, window: tuple[int, list[Peripheral]]) -> None:
+        base, devs = window
+        addr = base + offset
+        dev = self._find_dev(devs, addr)
+        self._serve_write(dev, addr, size, value, None if dev is None else self._access_offset(addr))
+
+    def _serve_read(self, dev: Peripheral | None, addr: int, size: int, time_offset: int | None) -> int:
+        """A guest read of ``dev`` (None: no device there) at ``time_offset`` cycles
+        into the block."""
         if dev is None:
             guest_log.warning("read of unassigned peripheral address 0x%08x (reads as zero)", addr)
             return 0
         state = self.core.state
         state.py_reads += 1  # a Python device may change by itself: no idle fast-forward
         state.py_read_at = state.cycles  # (idle.c: was it made in the block before a loop?)
-        self.now.offset = self._access_offset(addr)
+        self.now.offset = time_offset
         try:
             return dev.read(addr - dev.base, size) & ((1 << (8 * size)) - 1)
         finally:
             self.now.offset = 0
 
-    def _mmio_write(self, uc: Uc, offset: int, size: int, value: int, window: tuple[int, list[Peripheral]]) -> None:
-        base, devs = window
-        addr = base + offset
-        dev = self._find_dev(devs, addr)
+    def _serve_write(self, dev: Peripheral | None, addr: int, size: int, value: int, time_offset: int | None) -> None:
         if dev is None:
             guest_log.warning("write of unassigned peripheral address 0x%08x (ignored)", addr)
             return
-        self.now.offset = self._access_offset(addr)
+        self.now.offset = time_offset
         try:
             dev.write(addr - dev.base, size, value & ((1 << (8 * size)) - 1))
         finally:

@@ -36,6 +36,23 @@ DEVICE_ACCESS = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint
                                  ctypes.c_uint32, ctypes.c_uint32)
 
 
+class PageSub(ctypes.Structure):
+    """pk_page_sub (sharedpage.c): a device window in a shared page with a native path."""
+
+    _fields_ = [("lo", ctypes.c_uint32), ("hi", ctypes.c_uint32), ("read", ctypes.c_void_p),
+                ("write", ctypes.c_void_p), ("state", ctypes.c_void_p)]
+
+
+PAGE_SUBS = 4  # PK_PAGE_SUBS
+
+
+class PageState(ctypes.Structure):
+    """pk_page (sharedpage.c): a 1 KiB page of device registers several devices share."""
+
+    _fields_ = [("core", ctypes.c_void_p), ("base", ctypes.c_uint32), ("n", ctypes.c_uint32),
+                ("sub", PageSub * PAGE_SUBS), ("py", ctypes.c_void_p)]
+
+
 class Desc(ctypes.Structure):
     """pk_desc (thumb.h): how one instruction computes or uses an address register."""
 
@@ -353,6 +370,10 @@ def load() -> ctypes.CDLL:
     lib.pk_sizeof_pka.restype = ctypes.c_uint32
     lib.pk_sizeof_systick.restype = ctypes.c_uint32
     lib.pk_systick_fire.argtypes = [ctypes.c_void_p]
+    lib.pk_systick_write.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint, ctypes.c_uint64, ctypes.c_void_p]
+    lib.pk_systick_read.restype = ctypes.c_uint64
+    lib.pk_systick_read.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint, ctypes.c_void_p]
+    lib.pk_sizeof_page.restype = ctypes.c_uint32
     lib.pk_pka_free_log.argtypes = [ctypes.c_void_p]
     lib.pk_next_to_take.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.pk_would_wake.argtypes = [ctypes.c_void_p]
@@ -361,6 +382,7 @@ def load() -> ctypes.CDLL:
     lib.pk_montmul_use_ifma.argtypes = [ctypes.c_int]
     lib.pk_verdicts_forget.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
     if (lib.pk_sizeof_state() != ctypes.sizeof(PkState) or lib.pk_sizeof_insn() != ctypes.sizeof(Insn)
+            or lib.pk_sizeof_page() != ctypes.sizeof(PageState)
             or (lib.pk_leak_classes(), lib.pk_leak_terms()) != (len(LEAK_CLASSES), len(LEAK_TERMS))):
         raise PkasimError(f"{path.name} does not match this pkasim (state size {lib.pk_sizeof_state()} != "
                           f"{ctypes.sizeof(PkState)}): rebuild with 'pip install -e .'")

@@ -245,6 +245,16 @@ typedef struct {
 
 #define PK_NO_EVENT UINT64_MAX
 
+/* The device interface of a register window served in C: Unicorn's uc_cb_mmio_read_t
+ * and uc_cb_mmio_write_t with the device's state record, and the call through which a
+ * fast path hands an access back to the device's Python model (bus.py's slow path:
+ * offset in the window, size, value, 1 for a write, the access's cycle offset in its
+ * block). */
+typedef uint64_t (*pk_mmio_read_fn)(void *uc, uint64_t offset, unsigned size, void *state);
+typedef void (*pk_mmio_write_fn)(void *uc, uint64_t offset, unsigned size, uint64_t value, void *state);
+typedef uint32_t (*pk_py_access_fn)(uint32_t offset, uint32_t size, uint32_t value, uint32_t write,
+                                    uint32_t time_offset);
+
 /* state.c: what all of the native core shares */
 PK_INTERNAL uint32_t pk_reg_cached(pk_state *s, int r, uint32_t *cache, uint32_t *have);
 void pk_commit_block(pk_state *s);
