@@ -51,6 +51,10 @@ class Bus:
         self.irq_exception: dict[str, int] = {}  # device name -> exception its IRQ line pends
         self._keep: list[object] = []  # C callbacks handed to native devices
         self._host: list[tuple[mmap.mmap, ctypes.Array]] = []  # memory behind the regions
+        # What a device model raised inside a C-called access (a ctypes callback cannot
+        # raise): the engine is stopped there and the run loop raises it after emu_start,
+        # as the Unicorn binding does for its own callbacks.
+        self.callback_error: BaseException | None = None
 
     def map(self) -> None:
         """Memory regions in host memory the bus owns (the native alignment checks read
@@ -134,7 +138,22 @@ class Bus:
             finally:
                 self.now.offset = 0
 
-        callback = native.DEVICE_ACCESS(slow_path)
+        return self._c_callable(slow_path)
+
+    def _c_callable(self, access: Callable[[int, int, int, int, int], int]) -> int:
+        """``access`` as a C-callable DEVICE_ACCESS function (kept alive by the bus) that
+        never raises into C: an exception stops the engine and waits in
+        ``callback_error`` for the run loop."""
+        def call(offset: int, size: int, value: int, write: int, time_offset: int) -> int:
+            try:
+                return access(offset, size, value, write, time_offset)
+            except BaseException as exc:  # noqa: BLE001 (re-raised by the run loop)
+                if self.callback_error is None:
+                    self.callback_error = exc
+                self.core.uc.emu_stop()
+                return 0
+
+        callback = native.DEVICE_ACCESS(call)
         self._keep.append(callback)
         return ctypes.cast(callback, ctypes.c_void_p).value
 
@@ -172,9 +191,8 @@ class Bus:
                 return 0
             return self._serve_read(dev, addr, size, time_offset)
 
-        callback = native.DEVICE_ACCESS(rest)
-        page.py = ctypes.cast(callback, ctypes.c_void_p).value
-        self._keep += [callback, page]
+        page.py = self._c_callable(rest)
+        self._keep.append(page)
         self._uc_mmio_map(base, PAGE, core.lib.pk_page_read, ctypes.addressof(page), core.lib.pk_page_write,
                           ctypes.addressof(page))
 

@@ -395,6 +395,9 @@ class RunLoop:
             finally:
                 if s.sh_len:
                     self._console_drain()
+            error, self.bus.callback_error = self.bus.callback_error, None
+            if error is not None:  # a device model raised in a C-called access (bus.py)
+                raise error
             self.watch.settle()
             if s.stop_reason != native.STOP_WATCH:
                 return
