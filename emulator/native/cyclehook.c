@@ -149,15 +149,6 @@ static void trust_epoch(pk_state *s) {
     if (s->cycles >= s->trust_end || s->trust_end - s->cycles > PK_TRUST_CYCLES) pk_trust_expire(s);
 }
 
-/* A mark of the measured call (pk_state probe_*), at the start of the block at ``a``
- * (``size`` bytes), which is about to run: the count a run stopped there reads (a
- * breakpoint's, or until's: the block's entry fetch paid, settle.py) is the call's
- * start or end. At the entry the return address (LR, a Thumb address) is awaited next; in
- * counted mode its block, if translated already, is dropped so that its next
- * translation calls the hook (pk_block_cost). A return that cannot be awaited so (LR
- * not a Thumb address, or EXC_RETURN; inside this very block; its translation not
- * dropped) stops the run before the block instead (STOP_PROBE, PROBE_STOPPED): the
- * run loop measures that call with a breakpoint. Returns 1 when it stopped the run. */
 /* The block start at ``at`` is the one the call probe awaits next: in counted mode its
  * next translation calls the hook (pk_block_cost); on the stock wheel its cached block,
  * its mode unknown again, goes to block_start instead of the hook's common path. */
@@ -175,6 +166,15 @@ void pk_probe_arm(pk_state *s, uint32_t entry) {
     probe_await(s, entry);
 }
 
+/* A mark of the measured call (pk_state probe_*), at the start of the block at ``a``
+ * (``size`` bytes), which is about to run: the count a run stopped there reads (a
+ * breakpoint's, or until's: the block's entry fetch paid, settle.py) is the call's
+ * start or end. At the entry the return address (LR, a Thumb address) is awaited next; in
+ * counted mode its block, if translated already, is dropped so that its next
+ * translation calls the hook (pk_block_cost). A return that cannot be awaited so (LR
+ * not a Thumb address, or EXC_RETURN; inside this very block; its translation not
+ * dropped) stops the run before the block instead (STOP_PROBE, PROBE_STOPPED): the
+ * run loop measures that call with a breakpoint. Returns 1 when it stopped the run. */
 static int probe_mark(pk_state *s, void *uc, uint32_t a, uint32_t size) {
     if (s->probe_state == PROBE_ENTRY) {
         uint32_t lr = 0;
